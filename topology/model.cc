@@ -73,6 +73,14 @@ LinkId Topology::addLink(PortId a, PortId b, double speed_gbps, uint32_t line) {
   return id;
 }
 
+void Topology::reserve(size_t nodes, size_t ports, size_t links) {
+  nodes_.reserve(nodes);
+  ports_.reserve(ports);
+  links_.reserve(links);
+  node_index_.reserve(nodes);
+  port_index_.reserve(ports);
+}
+
 void Topology::finalize() {
   const size_t n = nodes_.size();
   out_begin_.assign(n + 1, 0);

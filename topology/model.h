@@ -76,6 +76,8 @@ class Topology {
   PortId addPort(NodeId node, std::string_view port_name);
   // Both ports must exist and be unlinked; returns the new link's id.
   LinkId addLink(PortId a, PortId b, double speed_gbps = 0, uint32_t line = 0);
+  // Pre-sizes storage when the final counts are known (generators, store).
+  void reserve(size_t nodes, size_t ports, size_t links);
   // Builds the adjacency index; call once after the last add.
   void finalize();
 
