@@ -5,7 +5,7 @@ target_compile_features(netdiag_settings INTERFACE cxx_std_20)
 target_include_directories(netdiag_settings INTERFACE ${PROJECT_SOURCE_DIR})
 target_compile_options(netdiag_settings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
-  -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference
+  -Wcast-align -Wunused -Woverloaded-virtual
   $<$<BOOL:${NETDIAG_WERROR}>:-Werror>)
 
 # netdiag_add_library(NAME SOURCES... DEPS ...) builds netdiag_NAME with the
