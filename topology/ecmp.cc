@@ -16,7 +16,19 @@ uint64_t saturatingAdd(uint64_t a, uint64_t b, bool& saturated) {
 }  // namespace
 
 Router::Router(const Topology& topo, size_t max_cached_destinations)
-    : topo_(topo), down_(topo.linkCount(), false), max_cached_(max_cached_destinations) {}
+    : topo_(topo), down_(topo.linkCount(), false), max_cached_(max_cached_destinations) {
+  hop_begin_.reserve(topo.nodeCount() + 1);
+  hop_begin_.push_back(0);
+  for (NodeId n = 0; n < topo.nodeCount(); ++n) {
+    if (!topo.node(n).isHost()) {
+      for (DirLinkId d : topo.outLinks(n)) {
+        NodeId v = topo.dirDstNode(d);
+        if (!topo.node(v).isHost()) hops_.push_back({d, v});
+      }
+    }
+    hop_begin_.push_back(static_cast<uint32_t>(hops_.size()));
+  }
+}
 
 void Router::setLinkDown(LinkId link, bool down) {
   if (down_[link] == down) return;
@@ -31,11 +43,8 @@ std::shared_ptr<const std::vector<uint16_t>> Router::distancesTo(NodeId dst) {
   (*dist)[dst] = 0;
   for (size_t head = 0; head < queue.size(); ++head) {
     NodeId u = queue[head];
-    for (DirLinkId d : topo_.outLinks(u)) {
-      NodeId v = topo_.dirDstNode(d);
-      if (down_[Topology::linkOf(d)] || topo_.node(v).isHost() || (*dist)[v] != kUnreachable) {
-        continue;
-      }
+    for (auto [d, v] : switchHops(u)) {
+      if ((*dist)[v] != kUnreachable || down_[Topology::linkOf(d)]) continue;
       (*dist)[v] = static_cast<uint16_t>((*dist)[u] + 1);
       queue.push_back(v);
     }
@@ -116,19 +125,15 @@ PathSet Router::paths(PortId src, PortId dst) {
 }
 
 void PathSet::nextHops(NodeId u, std::vector<DirLinkId>& out) const {
-  const Topology& topo = router_->topo_;
   const auto& dist = *dist_;
   if (dist[u] == 0 || dist[u] == Router::kUnreachable) return;
-  for (DirLinkId d : topo.outLinks(u)) {
-    if (isNextHop(u, d)) out.push_back(d);
+  for (auto [d, v] : router_->switchHops(u)) {
+    if (isNextHop(u, d, v)) out.push_back(d);
   }
 }
 
-bool PathSet::isNextHop(NodeId u, DirLinkId d) const {
-  const Topology& topo = router_->topo_;
-  NodeId v = topo.dirDstNode(d);
-  return !router_->down_[Topology::linkOf(d)] && (*dist_)[v] + 1u == (*dist_)[u] &&
-         !topo.node(v).isHost();
+bool PathSet::isNextHop(NodeId u, DirLinkId d, NodeId v) const {
+  return (*dist_)[v] + 1u == (*dist_)[u] && !router_->down_[Topology::linkOf(d)];
 }
 
 std::vector<std::pair<DirLinkId, double>> PathSet::linkShares() const {
@@ -180,7 +185,6 @@ bool PathSet::Cursor::next(std::vector<DirLinkId>& path) {
     stack_.pop_back();
     if (!links_.empty()) links_.pop_back();
   }
-  const Topology& topo = s.router_->topo_;
   while (!stack_.empty()) {
     auto [u, i] = stack_.back();
     if (u == s.dst_switch_) {
@@ -190,14 +194,14 @@ bool PathSet::Cursor::next(std::vector<DirLinkId>& path) {
       path.push_back(s.last_);
       return true;
     }
-    auto out = topo.outLinks(u);
+    auto out = s.router_->switchHops(u);
     bool advanced = false;
     while (i < out.size()) {
-      DirLinkId d = out[i++];
-      if (s.isNextHop(u, d)) {
+      auto [d, v] = out[i++];
+      if (s.isNextHop(u, d, v)) {
         stack_.back().second = i;
         links_.push_back(d);
-        stack_.push_back({topo.dirDstNode(d), 0});
+        stack_.push_back({v, 0});
         advanced = true;
         break;
       }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,7 +66,7 @@ class PathSet {
   PathSet() = default;
   // Next hops of switch u toward the destination switch, appended to out.
   void nextHops(NodeId u, std::vector<DirLinkId>& out) const;
-  bool isNextHop(NodeId u, DirLinkId d) const;
+  bool isNextHop(NodeId u, DirLinkId d, NodeId v) const;
 
   const Router* router_ = nullptr;
   std::shared_ptr<const std::vector<uint16_t>> dist_;  // hops to dst switch
@@ -102,7 +103,19 @@ class Router {
 
  private:
   friend class PathSet;
+  // Switch-to-switch hops only, packed per node: paths never enter a host
+  // mid-way, and a compact array keeps the BFS in cache at 100k-port scale.
+  struct Hop {
+    DirLinkId link;
+    NodeId to;
+  };
+  std::span<const Hop> switchHops(NodeId n) const {
+    return {hops_.data() + hop_begin_[n], hop_begin_[n + 1] - hop_begin_[n]};
+  }
+
   const Topology& topo_;
+  std::vector<uint32_t> hop_begin_;
+  std::vector<Hop> hops_;
   std::vector<bool> down_;
   size_t max_cached_;
   std::unordered_map<NodeId, std::shared_ptr<const std::vector<uint16_t>>> cache_;
