@@ -8,7 +8,9 @@ bash scripts/build.sh release
 nd=build/cli/netdiag
 out=$(mktemp -d /tmp/netdiag-demo.XXXXXX)
 
-step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "${*:2}"; "${@:2}"; }
+bold='' plain=''
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; fi
+step() { printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "${*:2}"; "${@:2}"; }
 
 step "Generate a 2-SU rail-optimized fabric with a core tier" \
   $nd topo generate rail --sus 2 --hosts-per-su 8 --rails 8 --spines 2 --leaf-uplinks 8 --cores 4 \

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <unordered_set>
 
 #include "topology/yaml_doc.h"
 
@@ -30,7 +30,8 @@ class Loader {
       error(doc_.line(root), "the top level must be a mapping with 'nodes' and 'links'");
       return;
     }
-    if (Index name = doc_.find(root, "name"); name != YamlDoc::kMissing) {
+    if (Index name = doc_.find(root, "name");
+        name != YamlDoc::kMissing && doc_.kind(name) != Kind::kNull) {
       if (auto s = scalar(name, "'name'")) topo_.name = *s;
     }
     Index nodes = doc_.find(root, "nodes");
@@ -38,10 +39,10 @@ class Loader {
     reserveFor(nodes, links);
     if (nodes == YamlDoc::kMissing) {
       error(doc_.line(root), "missing 'nodes': a topology declares its nodes");
-    } else if (doc_.kind(nodes) != Kind::kSequence) {
-      error(doc_.line(nodes), "'nodes' must be a sequence");
-    } else {
+    } else if (doc_.kind(nodes) == Kind::kSequence) {
       for (Index n : doc_.children(nodes)) loadNode(n);
+    } else if (doc_.kind(nodes) != Kind::kNull) {  // `nodes:` with nothing is an empty list
+      error(doc_.line(nodes), "'nodes' must be a sequence");
     }
     if (links != YamlDoc::kMissing && doc_.kind(links) != Kind::kNull) {
       if (doc_.kind(links) != Kind::kSequence) {
@@ -51,6 +52,8 @@ class Loader {
       }
     }
     topo_.finalize();
+    // Warnings about a broken file mostly echo its errors; keep them for valid ones.
+    if (!out_.errors.empty()) return;
     warnAboutAddresses();
     warnAboutUnlinkedHosts();
   }
@@ -125,23 +128,19 @@ class Loader {
       int64_t v = 0;
       auto [end, ec] = std::from_chars(pod->data(), pod->data() + pod->size(), v);
       if (ec != std::errc() || end != pod->data() + pod->size()) {
-        error(line, "node " + quoted + ": 'pod' must be an integer, got '" + std::string(*pod) +
+        error(doc_.line(doc_.find(n, "pod")), "node " + quoted + ": 'pod' must be an integer, got '" + std::string(*pod) +
                         "'");
         bad = true;
       }
       node.pod = v;
     }
     if (auto addr = optionalField(n, "addr", "node " + quoted, bad)) node.addr = std::string(*addr);
-    if (auto first = topo_.findNode(node.name)) {
+    if (auto [it, inserted] = declared_.emplace(node.name, line); !inserted) {
       error(line, "duplicate node name " + quoted + " (first declared at line " +
-                      std::to_string(topo_.node(*first).line) + ")");
+                      std::to_string(it->second) + ")");
       return;
     }
-    if (bad) {
-      // Remember the name so links to it do not also report it undeclared.
-      broken_nodes_.insert(node.name);
-      return;
-    }
+    if (bad) return;  // declared_ keeps its name: links to it are not "undeclared"
     topo_.addNode(std::move(node));
   }
 
@@ -182,7 +181,7 @@ class Loader {
         auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), speed);
         if (ec != std::errc() || end != s->data() + s->size() || !std::isfinite(speed) ||
             speed < 0) {
-          error(line, "link " + std::string(a.ref) + " -- " + std::string(b.ref) +
+          error(doc_.line(doc_.find(l, "speed_gbps")), "link " + std::string(a.ref) + " -- " + std::string(b.ref) +
                           ": 'speed_gbps' must be a non-negative number, got '" + std::string(*s) +
                           "'");
           bad = true;
@@ -228,7 +227,7 @@ class Loader {
     }
     auto node = topo_.findNode(parts->first);
     if (!node) {
-      if (!broken_nodes_.contains(std::string(parts->first))) {
+      if (declared_.find(parts->first) == declared_.end()) {
         error(line, "link names undeclared node '" + std::string(parts->first) + "' in '" +
                         std::string(end.ref) + "'");
       }
@@ -281,7 +280,7 @@ class Loader {
   std::string_view file_;
   LoadResult& out_;
   Topology& topo_;
-  std::unordered_set<std::string> broken_nodes_;
+  StringMap<uint32_t> declared_;  // every node name seen, valid or not -> its line
 };
 
 }  // namespace
@@ -298,8 +297,8 @@ LoadResult loadTopology(std::istream& in, std::string_view source_name) {
   LoadResult result;
   YamlDoc doc;
   if (!doc.parse(in)) {
-    result.errors.push_back(
-        {std::string(source_name), doc.errorLine(), "syntax error: " + doc.error()});
+    std::string what = doc.errorLine() > 0 ? "syntax error: " + doc.error() : doc.error();
+    result.errors.push_back({std::string(source_name), doc.errorLine(), what});
     return result;
   }
   Loader(doc, source_name, result).run();
@@ -310,6 +309,12 @@ LoadResult loadTopology(std::istream& in, std::string_view source_name) {
 }
 
 LoadResult loadTopologyFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    LoadResult result;
+    result.errors.push_back({path, 0, "cannot open: it is a directory"});
+    return result;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     LoadResult result;

@@ -70,7 +70,7 @@ class Topology {
  public:
   std::string name;
 
-  // Builders. addNode/addPort return kNone when the name is already taken.
+  // Builders. addNode returns kNone when the name is already taken.
   NodeId addNode(Node node);
   // Returns the existing port when node:port is already known.
   PortId addPort(NodeId node, std::string_view port_name);

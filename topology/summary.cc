@@ -59,7 +59,7 @@ Summary summarize(const Topology& topo) {
     for (DirLinkId d : topo.outLinks(n)) {
       NodeId v = topo.dirDstNode(d);
       double gbps = topo.link(Topology::linkOf(d)).speed_gbps;
-      if (gbps == 0) ++t.links_without_speed;
+      if (gbps == 0 && level[v] != level[n]) ++t.links_without_speed;
       if (level[v] < level[n]) {
         ++t.down_links;
         t.down_gbps += gbps;

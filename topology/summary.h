@@ -19,7 +19,7 @@ struct TierSummary {
   size_t peer_links = 0;  // within the level
   double down_gbps = 0;
   double up_gbps = 0;
-  size_t links_without_speed = 0;  // counted as one unit each when speeds are unknown
+  size_t links_without_speed = 0;  // up or down links with no speed_gbps
 
   // down/up capacity (link counts when any speed is unknown); 0 when no uplinks.
   double oversubscription() const;

@@ -77,10 +77,10 @@ void writeYaml(const Topology& topo, std::ostream& out) {
     appendYamlScalar(buf, topo.name);
     buf += '\n';
   }
-  buf += "nodes:\n";
+  buf += topo.nodeCount() ? "nodes:\n" : "nodes: []\n";
   for (const Node& n : topo.nodes()) {
     buf += "  - {name: ";
-    buf += n.name;
+    appendYamlScalar(buf, n.name);
     buf += ", role: ";
     appendYamlScalar(buf, n.role_name.empty() ? roleName(n.role) : n.role_name);
     if (n.pod) {
@@ -99,9 +99,16 @@ void writeYaml(const Topology& topo, std::ostream& out) {
     const Port& a = topo.port(l.a);
     const Port& b = topo.port(l.b);
     if (l.speed_gbps == 0 && a.addr.empty() && b.addr.empty()) {
-      buf += "  - [" + topo.portRef(l.a) + ", " + topo.portRef(l.b) + "]\n";
+      buf += "  - [";
+      appendYamlScalar(buf, topo.portRef(l.a));
+      buf += ", ";
+      appendYamlScalar(buf, topo.portRef(l.b));
+      buf += "]\n";
     } else {
-      buf += "  - {a: " + topo.portRef(l.a) + ", b: " + topo.portRef(l.b);
+      buf += "  - {a: ";
+      appendYamlScalar(buf, topo.portRef(l.a));
+      buf += ", b: ";
+      appendYamlScalar(buf, topo.portRef(l.b));
       if (l.speed_gbps != 0) {
         buf += ", speed_gbps: ";
         appendNumber(buf, l.speed_gbps);

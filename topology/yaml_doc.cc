@@ -89,6 +89,10 @@ bool YamlDoc::parse(std::istream& in) {
     error_ = e.msg;
     error_line_ = static_cast<uint32_t>(e.mark.line + 1);
     return false;
+  } catch (const std::exception& e) {  // a stream read error (EISDIR, EIO)
+    error_ = std::string("cannot read: ") + e.what();
+    error_line_ = 0;
+    return false;
   }
   return true;
 }
