@@ -256,3 +256,23 @@ TEST_F(CliTest, PathsNoPathIsAFindingAndBadPortIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every malformed fixture gets exit 2 and a FILE:LINE message on stderr.
+TEST_F(CliTest, EveryBadFixtureExitsTwoWithFileAndLine) {
+  int seen = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(NETDIAG_FIXTURES) / "topologies")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("bad_", 0) != 0) continue;
+    ++seen;
+    Outcome r = run("topo validate " + entry.path().string());
+    EXPECT_EQ(r.code, 2) << name;
+    EXPECT_THAT(r.out, IsEmpty()) << name;
+    EXPECT_THAT(r.err, HasSubstr(entry.path().string() + ":")) << name;
+    EXPECT_THAT(r.err, HasSubstr(": error: ")) << name;
+  }
+  EXPECT_GE(seen, 15);
+}
+
+}  // namespace
