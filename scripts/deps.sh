@@ -11,6 +11,7 @@ PACKAGES=(
   prometheus-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev sqlite3
+  libsimdjson-dev
 )
 
 missing=()

@@ -1,0 +1,89 @@
+#pragma once
+
+// The telemetry log of formats.md §2 as JSON Lines: a writer (RecordSink
+// that prints one object a line) and a reader that checks every record
+// against the topology and reports bad lines with their numbers.
+
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "telemetry/record.h"
+#include "topology/model.h"
+
+namespace netdiag::telemetry {
+
+// Writes records as JSON Lines, compact, in the contract's field names:
+// optional fields only when set (lost_fwd/lost_rev, RTTs when not NaN,
+// path/reply_path when non-empty, path_partial only when true), numbers in
+// shortest round-trip form. A non-finite double is written as null. Buffers
+// about 1 MiB before each write to `out`; flush() or destroy to push the
+// rest. Not thread-safe.
+class JsonlWriter : public RecordSink {
+ public:
+  JsonlWriter(const topology::Topology& topo, std::ostream& out);
+  ~JsonlWriter() override;
+  void onProbe(const ProbeRecord& r) override;
+  void onPort(const PortRecord& r) override;
+  void onLldp(const LldpRecord& r) override;
+  void flush();
+  uint64_t linesWritten() const { return lines_; }
+
+ private:
+  void endLine();
+  void appendPortRef(topology::PortId p);
+  void appendPath(std::string_view key, const std::vector<topology::DirLinkId>& path);
+  const topology::Topology& topo_;
+  std::ostream& out_;
+  std::string buf_;
+  uint64_t lines_ = 0;
+};
+
+struct BadLine {
+  uint64_t line = 0;
+  std::string message;  // what is wrong, naming the field or value
+};
+
+struct ReadStats {
+  uint64_t lines = 0;        // lines read, blank ones included
+  uint64_t records = 0;      // records handed to the sink
+  uint64_t bad = 0;          // invalid JSON or records that break the contract
+  uint64_t unknown_kind = 0; // counted and skipped, per the contract
+  std::vector<BadLine> first_bad;  // the first kMaxBadLinesKept of them
+  static constexpr size_t kMaxBadLinesKept = 1000;
+};
+
+struct ReadOptions {
+  bool strict = false;  // stop at the first bad line
+};
+
+// Reads a log from `in`, handing each valid record to `sink` in file order.
+// Returns false only when `strict` stopped at a bad line (stats.first_bad
+// says which) or the stream failed.
+//
+// Lines are numbered from 1; blank lines (whitespace only, CRLF endings
+// included) are counted in stats.lines and skipped silently. A UTF-8 BOM at
+// the start of the stream is skipped. Each line is parsed and fully
+// validated as JSON (simdjson DOM parser, reused across lines); lines of
+// any length work. Leniencies beyond the contract: an optional field whose
+// value is null counts as absent, and an integer field accepts a number
+// with an integral value (50.0). `lost_fwd`/`lost_rev` may come alone (then
+// it must be <= lost); when both come they must sum to `lost`.
+// A record handed to the sink is valid only during the call (the reader
+// reuses it). Counts are added to `stats` (pass a fresh one per log); line
+// numbers in first_bad count from 1 in each call. Not thread-safe per call;
+// concurrent calls with distinct streams, sinks and stats are fine.
+bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink,
+               ReadStats& stats, const ReadOptions& options = {});
+
+namespace detail {
+// Appends `s` as the inside of a JSON string: quotes, backslashes and
+// control characters escaped; bytes that are not well-formed UTF-8 become
+// U+FFFD so the output is always valid JSON.
+void appendJsonEscaped(std::string& out, std::string_view s);
+}  // namespace detail
+
+}  // namespace netdiag::telemetry

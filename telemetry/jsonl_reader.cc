@@ -1,0 +1,597 @@
+#include "telemetry/jsonl.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include <simdjson.h>
+
+namespace netdiag::telemetry {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using topology::DirLinkId;
+using topology::kNone;
+using topology::PortId;
+
+// The fields the reader knows. Everything else is ignored.
+enum class Key : uint8_t {
+  kT,
+  kKind,
+  kSrc,
+  kDst,
+  kFlow,
+  kWindowS,
+  kSent,
+  kLost,
+  kLostFwd,
+  kLostRev,
+  kRttP50,
+  kRttP99,
+  kPath,
+  kPathPartial,
+  kReplyPath,
+  kPort,
+  kOperUp,
+  kRxPackets,
+  kTxPackets,
+  kRxErrors,
+  kRxCrcErrors,
+  kRxDrops,
+  kTxDrops,
+  kFecUncorrectable,
+  kCarrierChanges,
+  kNeighbor,
+  kCount,
+  kUnknown = kCount,
+};
+constexpr size_t kKeyCount = static_cast<size_t>(Key::kCount);
+
+constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
+    "t",          "kind",         "src",        "dst",        "flow",
+    "window_s",   "sent",         "lost",       "lost_fwd",   "lost_rev",
+    "rtt_us_p50", "rtt_us_p99",   "path",       "path_partial", "reply_path",
+    "port",       "oper_up",      "rx_packets", "tx_packets", "rx_errors",
+    "rx_crc_errors", "rx_drops",  "tx_drops",   "fec_uncorrectable", "carrier_changes",
+    "neighbor",
+};
+
+Key keyOf(std::string_view k) {
+  // Dispatch on length and first letter first: most keys differ there.
+  for (size_t i = 0; i < kKeyCount; ++i) {
+    std::string_view name = kKeyNames[i];
+    if (name.size() == k.size() && name[0] == k[0] && name == k) return static_cast<Key>(i);
+  }
+  return Key::kUnknown;
+}
+
+struct Counter {
+  Key key;
+  std::optional<uint64_t> PortRecord::*field;
+};
+constexpr std::array<Counter, 8> kCounters = {{
+    {Key::kRxPackets, &PortRecord::rx_packets},
+    {Key::kTxPackets, &PortRecord::tx_packets},
+    {Key::kRxErrors, &PortRecord::rx_errors},
+    {Key::kRxCrcErrors, &PortRecord::rx_crc_errors},
+    {Key::kRxDrops, &PortRecord::rx_drops},
+    {Key::kTxDrops, &PortRecord::tx_drops},
+    {Key::kFecUncorrectable, &PortRecord::fec_uncorrectable},
+    {Key::kCarrierChanges, &PortRecord::carrier_changes},
+}};
+
+// A value quoted for a message: JSON-like, control characters escaped and
+// long text cut (at a UTF-8 boundary) so one bad line cannot flood a report.
+constexpr size_t kMaxQuoted = 80;
+
+void appendQuoted(std::string& out, std::string_view s) {
+  bool cut = s.size() > kMaxQuoted;
+  if (cut) {
+    size_t n = kMaxQuoted;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    s = s.substr(0, n);
+  }
+  out += '\'';
+  detail::appendJsonEscaped(out, s);
+  if (cut) out += "...";
+  out += '\'';
+}
+
+std::string quotedValue(std::string_view s) {
+  std::string out;
+  appendQuoted(out, s);
+  return out;
+}
+
+void appendNumber(std::string& out, double v) {
+  char tmp[32];
+  auto res = std::to_chars(tmp, tmp + sizeof tmp, v);
+  out.append(tmp, res.ptr);
+}
+
+template <typename Int>
+void appendInt(std::string& out, Int v) {
+  char tmp[24];
+  auto res = std::to_chars(tmp, tmp + sizeof tmp, v);
+  out.append(tmp, res.ptr);
+}
+
+// How a JSON value shows in a message.
+std::string describe(const element& e) {
+  std::string out;
+  switch (e.type()) {
+    case element_type::STRING:
+      appendQuoted(out, e.get_string().value_unsafe());
+      break;
+    case element_type::INT64:
+      appendInt(out, e.get_int64().value_unsafe());
+      break;
+    case element_type::UINT64:
+      appendInt(out, e.get_uint64().value_unsafe());
+      break;
+    case element_type::DOUBLE:
+      appendNumber(out, e.get_double().value_unsafe());
+      break;
+    case element_type::BOOL:
+      out = e.get_bool().value_unsafe() ? "true" : "false";
+      break;
+    case element_type::NULL_VALUE:
+      out = "null";
+      break;
+    case element_type::ARRAY:
+      out = "an array";
+      break;
+    case element_type::OBJECT:
+      out = "an object";
+      break;
+  }
+  return out;
+}
+
+// Parses one line at a time; holds the reused parser and records.
+class LineParser {
+ public:
+  enum class Outcome { kBlank, kRecord, kUnknownKind, kBad };
+
+  LineParser(const topology::Topology& topo, RecordSink& sink) : topo_(topo), sink_(sink) {}
+
+  // [p, p + len) is one line without its '\n'; at least SIMDJSON_PADDING
+  // readable bytes follow it. On kBad, error() says why.
+  Outcome parse(const char* p, size_t len);
+  const std::string& error() const { return error_; }
+
+ private:
+  Outcome bad(std::string msg) {
+    error_ = std::move(msg);
+    return Outcome::kBad;
+  }
+  bool has(Key k) const { return present_[static_cast<size_t>(k)]; }
+  // Present and not null: optional fields treat null as absent.
+  bool given(Key k) const { return has(k) && !field(k).is_null(); }
+  const element& field(Key k) const { return fields_[static_cast<size_t>(k)]; }
+  static std::string_view name(Key k) { return kKeyNames[static_cast<size_t>(k)]; }
+
+  // Each getter sets error_ (prefixed by the record kind) and returns false
+  // when the field is missing or of the wrong type or range.
+  bool requiredString(Key k, std::string_view& out);
+  bool knownPort(Key k, PortId& out);
+  bool uintField(Key k, uint64_t max, uint64_t& out);
+  bool numberField(Key k, double& out);
+  Outcome badRecord(std::string msg) {
+    fail(std::move(msg));
+    return Outcome::kBad;
+  }
+  bool fail(std::string msg) {
+    error_ = std::string(kind_);
+    error_ += ": ";
+    error_ += msg;
+    return false;
+  }
+  // Converts a contract port list into directed links; `partial` allows a
+  // known prefix. `from`/`to` are the ends the path must start and end at.
+  bool readPath(Key k, PortId from, PortId to, bool partial, std::vector<DirLinkId>& out);
+
+  Outcome parseProbe();
+  Outcome parsePort();
+  Outcome parseLldp();
+
+  const topology::Topology& topo_;
+  RecordSink& sink_;
+  simdjson::dom::parser parser_;
+  std::array<element, kKeyCount> fields_{};
+  std::array<bool, kKeyCount> present_{};
+  std::string_view kind_;
+  double t_ = 0;
+  std::string error_;
+  ProbeRecord probe_;
+  PortRecord port_;
+  LldpRecord lldp_;
+};
+
+bool isBlank(const char* p, size_t len) {
+  for (size_t i = 0; i < len; ++i) {
+    char c = p[i];
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+LineParser::Outcome LineParser::parse(const char* p, size_t len) {
+  if (isBlank(p, len)) return Outcome::kBlank;
+  element doc;
+  // realloc_if_needed=false: the caller guarantees the padding.
+  auto err = parser_.parse(p, len, false).get(doc);
+  if (err) return bad(std::string("invalid JSON: ") + simdjson::error_message(err));
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj)) return bad("record is not a JSON object, got " + describe(doc));
+  present_.fill(false);
+  for (auto kv : obj) {
+    Key k = keyOf(kv.key);
+    if (k == Key::kUnknown) continue;
+    fields_[static_cast<size_t>(k)] = kv.value;  // a repeated key: the last wins
+    present_[static_cast<size_t>(k)] = true;
+  }
+  if (!has(Key::kT)) return bad("missing 't'");
+  if (!field(Key::kT).is_number()) return bad("'t' must be a number, got " + describe(field(Key::kT)));
+  t_ = field(Key::kT).get_double().value_unsafe();
+  if (!has(Key::kKind)) return bad("missing 'kind'");
+  if (field(Key::kKind).get_string().get(kind_)) {
+    return bad("'kind' must be a string, got " + describe(field(Key::kKind)));
+  }
+  if (kind_ == "probe") return parseProbe();
+  if (kind_ == "port") return parsePort();
+  if (kind_ == "lldp") return parseLldp();
+  return Outcome::kUnknownKind;
+}
+
+bool LineParser::requiredString(Key k, std::string_view& out) {
+  if (!has(k)) return fail("missing '" + std::string(name(k)) + "'");
+  if (field(k).get_string().get(out)) {
+    return fail("'" + std::string(name(k)) + "' must be a string, got " + describe(field(k)));
+  }
+  return true;
+}
+
+bool LineParser::knownPort(Key k, PortId& out) {
+  std::string_view ref;
+  if (!requiredString(k, ref)) return false;
+  auto id = topo_.findPort(ref);
+  if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+  out = *id;
+  return true;
+}
+
+bool LineParser::uintField(Key k, uint64_t max, uint64_t& out) {
+  const element& e = field(k);
+  bool ok = false;
+  switch (e.type()) {
+    case element_type::INT64: {
+      int64_t v = e.get_int64().value_unsafe();
+      ok = v >= 0;
+      out = static_cast<uint64_t>(v);
+      break;
+    }
+    case element_type::UINT64:
+      ok = true;
+      out = e.get_uint64().value_unsafe();
+      break;
+    case element_type::DOUBLE: {
+      // Lenient: 50.0 is the integer 50 (some writers only have doubles).
+      double d = e.get_double().value_unsafe();
+      ok = d >= 0 && d < 18446744073709551616.0 && std::floor(d) == d;
+      if (ok) out = static_cast<uint64_t>(d);
+      break;
+    }
+    default:
+      break;
+  }
+  std::string label = "'" + std::string(name(k)) + "' ";
+  if (!ok) return fail(label + "must be a non-negative integer, got " + describe(e));
+  if (out > max) {
+    std::string msg = label;
+    appendInt(msg, out);
+    msg += " is out of range (max ";
+    appendInt(msg, max);
+    msg += ')';
+    return fail(msg);
+  }
+  return true;
+}
+
+bool LineParser::numberField(Key k, double& out) {
+  const element& e = field(k);
+  if (!e.is_number()) {
+    return fail("'" + std::string(name(k)) + "' must be a number, got " + describe(e));
+  }
+  out = e.get_double().value_unsafe();
+  return true;
+}
+
+// Contract path: p0 = from; (p[2i], p[2i+1]) is a directed link; p[2i+1]
+// and p[2i+2] are the ingress and egress ports of one switch. A list that
+// ends on an egress port (odd length, partial only) maps its last element
+// to the link that port leaves by.
+bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
+                          std::vector<DirLinkId>& out) {
+  out.clear();
+  std::string label = std::string(name(k)) + ": ";
+  simdjson::dom::array arr;
+  if (field(k).get_array().get(arr)) {
+    return fail("'" + std::string(name(k)) + "' must be an array of port references, got " +
+                describe(field(k)));
+  }
+  size_t i = 0;
+  PortId prev = kNone;
+  std::string_view prev_ref;
+  DirLinkId pending = kNone;  // the link p[i-1] leaves by, when i is odd
+  for (element e : arr) {
+    std::string_view ref;
+    if (e.get_string().get(ref)) {
+      std::string msg = label + "element ";
+      appendInt(msg, i);
+      return fail(msg + " must be a port reference string, got " + describe(e));
+    }
+    if (i == 0) {
+      auto id = topo_.findPort(ref);
+      if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+      if (*id != from) {
+        return fail(label + "starts at " + quotedValue(ref) + ", not at " + quotedValue(topo_.portRef(from)));
+      }
+      prev = *id;
+    } else if (i % 2 == 1) {
+      // The far end of the link p[i-1] leaves by: compare names, no lookup.
+      PortId expect = pending == kNone ? kNone : topo_.dirDstPort(pending);
+      bool match = false;
+      if (expect != kNone) {
+        const topology::Port& ep = topo_.port(expect);
+        const std::string& node = topo_.node(ep.node).name;
+        match = ref.size() == node.size() + 1 + ep.name.size() && ref.starts_with(node) &&
+                ref[node.size()] == ':' && ref.ends_with(ep.name);
+      }
+      if (!match) {
+        auto id = topo_.findPort(ref);
+        if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+        return fail(label + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
+                    " is not a link of the topology");
+      }
+      out.push_back(pending);
+      prev = expect;
+      pending = kNone;
+    } else {
+      auto id = topo_.findPort(ref);
+      if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+      if (*id == prev) {
+        return fail(label + quotedValue(ref) + " is both ingress and egress of one hop");
+      }
+      if (topo_.port(*id).node != topo_.port(prev).node) {
+        return fail(label + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
+                    ": ingress and egress of a hop must be ports of one node");
+      }
+      prev = *id;
+    }
+    if (i % 2 == 0) {
+      pending = topo_.egressOf(prev);
+      if (pending == kNone) return fail(label + "port " + quotedValue(ref) + " has no link");
+    }
+    prev_ref = ref;
+    ++i;
+  }
+  if (i % 2 == 1) {
+    // Ends on an egress port: the probe is known to have left by its link.
+    if (!partial) {
+      return fail(label + "ends at egress port " + quotedValue(prev_ref) + ", not at " +
+                  quotedValue(topo_.portRef(to)));
+    }
+    out.push_back(pending);
+  } else if (i > 0 && !partial && prev != to) {
+    return fail(label + "ends at " + quotedValue(prev_ref) + ", not at " + quotedValue(topo_.portRef(to)));
+  }
+  return true;
+}
+
+LineParser::Outcome LineParser::parseProbe() {
+  ProbeRecord& r = probe_;
+  r.t = t_;
+  if (!knownPort(Key::kSrc, r.src) || !knownPort(Key::kDst, r.dst)) return Outcome::kBad;
+  if (!has(Key::kFlow)) return badRecord("missing 'flow'");
+  if (!uintField(Key::kFlow, std::numeric_limits<uint64_t>::max(), r.flow)) return Outcome::kBad;
+  r.window_s = kDefaultWindowS;
+  if (given(Key::kWindowS)) {
+    if (!numberField(Key::kWindowS, r.window_s)) return Outcome::kBad;
+    if (!(r.window_s > 0)) {
+      return badRecord("'window_s' must be a positive number, got " + describe(field(Key::kWindowS)));
+    }
+  }
+  constexpr uint64_t kMax32 = std::numeric_limits<uint32_t>::max();
+  uint64_t sent = 0, lost = 0;
+  if (!has(Key::kSent)) return badRecord("missing 'sent'");
+  if (!uintField(Key::kSent, kMax32, sent)) return Outcome::kBad;
+  if (!has(Key::kLost)) return badRecord("missing 'lost'");
+  if (!uintField(Key::kLost, kMax32, lost)) return Outcome::kBad;
+  if (lost > sent) {
+    std::string msg = "'lost' ";
+    appendInt(msg, lost);
+    msg += " > 'sent' ";
+    appendInt(msg, sent);
+    return badRecord(msg);
+  }
+  r.sent = static_cast<uint32_t>(sent);
+  r.lost = static_cast<uint32_t>(lost);
+  r.lost_fwd.reset();
+  r.lost_rev.reset();
+  uint64_t fwd = 0, rev = 0;
+  bool has_fwd = given(Key::kLostFwd), has_rev = given(Key::kLostRev);
+  if (has_fwd && !uintField(Key::kLostFwd, kMax32, fwd)) return Outcome::kBad;
+  if (has_rev && !uintField(Key::kLostRev, kMax32, rev)) return Outcome::kBad;
+  if (has_fwd && has_rev && fwd + rev != lost) {
+    std::string msg = "'lost_fwd' ";
+    appendInt(msg, fwd);
+    msg += " + 'lost_rev' ";
+    appendInt(msg, rev);
+    msg += " != 'lost' ";
+    appendInt(msg, lost);
+    return badRecord(msg);
+  }
+  for (auto [present, value, key] : {std::tuple{has_fwd, fwd, Key::kLostFwd},
+                                     std::tuple{has_rev, rev, Key::kLostRev}}) {
+    if (present && value > lost) {
+      std::string msg = "'" + std::string(name(key)) + "' ";
+      appendInt(msg, value);
+      msg += " > 'lost' ";
+      appendInt(msg, lost);
+      return badRecord(msg);
+    }
+  }
+  if (has_fwd) r.lost_fwd = static_cast<uint32_t>(fwd);
+  if (has_rev) r.lost_rev = static_cast<uint32_t>(rev);
+  for (auto [key, out] : {std::pair{Key::kRttP50, &r.rtt_us_p50},
+                          std::pair{Key::kRttP99, &r.rtt_us_p99}}) {
+    *out = NAN;
+    if (!given(key)) continue;
+    if (!numberField(key, *out)) return Outcome::kBad;
+    if (*out < 0) {
+      return badRecord("'" + std::string(name(key)) + "' must be a non-negative number, got " +
+                  describe(field(key)));
+    }
+  }
+  r.path_partial = false;
+  if (given(Key::kPathPartial)) {
+    if (field(Key::kPathPartial).get_bool().get(r.path_partial)) {
+      return badRecord("'path_partial' must be true or false, got " + describe(field(Key::kPathPartial)));
+    }
+  }
+  r.path.clear();
+  if (given(Key::kPath) && !readPath(Key::kPath, r.src, r.dst, r.path_partial, r.path)) {
+    return Outcome::kBad;
+  }
+  if (r.path.empty()) r.path_partial = false;
+  r.reply_path.clear();
+  if (given(Key::kReplyPath) && !readPath(Key::kReplyPath, r.dst, r.src, false, r.reply_path)) {
+    return Outcome::kBad;
+  }
+  sink_.onProbe(r);
+  return Outcome::kRecord;
+}
+
+LineParser::Outcome LineParser::parsePort() {
+  PortRecord& r = port_;
+  r.t = t_;
+  if (!knownPort(Key::kPort, r.port)) return Outcome::kBad;
+  r.oper_up.reset();
+  if (given(Key::kOperUp)) {
+    bool up = false;
+    if (field(Key::kOperUp).get_bool().get(up)) {
+      return badRecord("'oper_up' must be true or false, got " + describe(field(Key::kOperUp)));
+    }
+    r.oper_up = up;
+  }
+  for (const Counter& c : kCounters) {
+    std::optional<uint64_t>& out = r.*c.field;
+    out.reset();
+    if (!given(c.key)) continue;
+    uint64_t v = 0;
+    if (!uintField(c.key, std::numeric_limits<uint64_t>::max(), v)) return Outcome::kBad;
+    out = v;
+  }
+  sink_.onPort(r);
+  return Outcome::kRecord;
+}
+
+LineParser::Outcome LineParser::parseLldp() {
+  LldpRecord& r = lldp_;
+  r.t = t_;
+  if (!knownPort(Key::kPort, r.port)) return Outcome::kBad;
+  std::string_view neighbor;
+  if (!requiredString(Key::kNeighbor, neighbor)) return Outcome::kBad;
+  r.neighbor.assign(neighbor);
+  sink_.onLldp(r);
+  return Outcome::kRecord;
+}
+
+}  // namespace
+
+bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink,
+               ReadStats& stats, const ReadOptions& options) {
+  LineParser parser(topo, sink);
+  // One growable buffer: [begin, end) holds unread bytes; the allocation
+  // keeps SIMDJSON_PADDING spare bytes past `cap` so every line, even the
+  // last one, can be handed to simdjson in place.
+  size_t cap = size_t{1} << 20;
+  std::vector<char> buf(cap + simdjson::SIMDJSON_PADDING);
+  size_t begin = 0, end = 0, scanned = 0;
+  bool eof = false, first = true;
+
+  // Returns false to stop (strict mode hit a bad line).
+  uint64_t line_no = 0;
+  auto handle = [&](size_t line_begin, size_t line_end) {
+    ++line_no;
+    ++stats.lines;
+    const char* p = buf.data() + line_begin;
+    size_t len = line_end - line_begin;
+    if (first) {
+      first = false;
+      if (len >= 3 && std::memcmp(p, "\xEF\xBB\xBF", 3) == 0) {
+        p += 3;
+        len -= 3;
+      }
+    }
+    while (len > 0 && p[len - 1] == '\r') --len;
+    switch (parser.parse(p, len)) {
+      case LineParser::Outcome::kBlank:
+        return true;
+      case LineParser::Outcome::kRecord:
+        ++stats.records;
+        return true;
+      case LineParser::Outcome::kUnknownKind:
+        ++stats.unknown_kind;
+        return true;
+      case LineParser::Outcome::kBad:
+        ++stats.bad;
+        if (stats.first_bad.size() < ReadStats::kMaxBadLinesKept) {
+          stats.first_bad.push_back(BadLine{line_no, parser.error()});
+        }
+        return !options.strict;
+    }
+    return true;
+  };
+
+  while (true) {
+    while (scanned < end) {
+      const void* nl = std::memchr(buf.data() + scanned, '\n', end - scanned);
+      if (nl == nullptr) {
+        scanned = end;
+        break;
+      }
+      size_t line_end = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
+      if (!handle(begin, line_end)) return false;
+      begin = scanned = line_end + 1;
+    }
+    if (eof) {
+      if (begin < end && !handle(begin, end)) return false;
+      break;
+    }
+    // Keep the partial line; grow when it fills the whole buffer.
+    if (begin > 0) {
+      std::memmove(buf.data(), buf.data() + begin, end - begin);
+      end -= begin;
+      scanned -= begin;
+      begin = 0;
+    }
+    if (end == cap) {
+      cap *= 2;
+      buf.resize(cap + simdjson::SIMDJSON_PADDING);
+    }
+    in.read(buf.data() + end, static_cast<std::streamsize>(cap - end));
+    end += static_cast<size_t>(in.gcount());
+    if (!in) eof = true;
+  }
+  return !in.bad();
+}
+
+}  // namespace netdiag::telemetry
