@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/topo_command.h"
+#include "cli/commands.h"
 #include "netdiag/version.h"
 
 namespace netdiag::cli {
@@ -20,6 +20,9 @@ int run(int argc, char** argv) {
 
   int exit_code = kExitOk;
   addTopoCommands(app, exit_code);
+  addPlanCommand(app, exit_code);
+  addSimulateCommand(app, exit_code);
+  addScoreCommand(app, exit_code);
 
   try {
     app.parse(argc, argv);

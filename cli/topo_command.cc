@@ -1,4 +1,4 @@
-#include "cli/topo_command.h"
+#include "cli/commands.h"
 
 #include <climits>
 #include <cstdio>

@@ -124,6 +124,15 @@ PathSet Router::paths(PortId src, PortId dst) {
   return set;
 }
 
+void Router::nextHops(NodeId u, NodeId dst, std::vector<DirLinkId>& out) {
+  auto dist_ptr = distancesTo(dst);
+  const auto& dist = *dist_ptr;
+  if (dist[u] == 0 || dist[u] == kUnreachable) return;
+  for (auto [d, v] : switchHops(u)) {
+    if (dist[v] + 1u == dist[u] && !down_[Topology::linkOf(d)]) out.push_back(d);
+  }
+}
+
 void PathSet::nextHops(NodeId u, std::vector<DirLinkId>& out) const {
   const auto& dist = *dist_;
   if (dist[u] == 0 || dist[u] == Router::kUnreachable) return;

@@ -97,6 +97,10 @@ class Router {
 
   PathSet paths(PortId src, PortId dst);
 
+  // Next hops of switch `u` towards switch `dst` (links one hop closer, in
+  // link-id order), appended to `out`; what a switch's ECMP group holds.
+  void nextHops(NodeId u, NodeId dst, std::vector<DirLinkId>& out);
+
   // Hop distances from every node to switch `dst` over up links through
   // switches only; kUnreachable for hosts and cut-off switches.
   std::shared_ptr<const std::vector<uint16_t>> distancesTo(NodeId dst);

@@ -1,0 +1,15 @@
+#pragma once
+
+// Each subcommand group registers itself on the app and stores its exit
+// code (see app.h) in `exit_code` when it runs.
+
+#include <CLI/CLI.hpp>
+
+namespace netdiag::cli {
+
+void addTopoCommands(CLI::App& app, int& exit_code);
+void addPlanCommand(CLI::App& app, int& exit_code);
+void addSimulateCommand(CLI::App& app, int& exit_code);
+void addScoreCommand(CLI::App& app, int& exit_code);
+
+}  // namespace netdiag::cli

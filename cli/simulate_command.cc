@@ -1,0 +1,151 @@
+// `netdiag simulate`: a scenario over a fabric and a probe plan, to a
+// telemetry log (formats.md §2) and a ground-truth file.
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "planner/plan.h"
+#include "sim/rng.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+#include "telemetry/jsonl.h"
+
+namespace netdiag::cli {
+namespace {
+
+struct SimulateOptions {
+  std::string scenario;
+  std::string topology;
+  std::string fabric;
+  std::string output = "-";
+  std::string truth;
+  uint64_t seed = 1;
+  std::optional<uint64_t> ecmp_seed;
+  std::optional<double> duration_s;
+  bool quiet = false;
+};
+
+void printErrors(const std::vector<topology::Diagnostic>& errors) {
+  for (const auto& e : errors) {
+    std::cerr << e.file;
+    if (e.line > 0) std::cerr << ':' << e.line;
+    std::cerr << ": error: " << e.message << '\n';
+  }
+}
+
+int runSimulate(const SimulateOptions& o) {
+  using namespace netdiag::sim;
+  std::vector<topology::Diagnostic> errors;
+
+  // 1. Everything is checked before anything is written.
+  ScenarioLoad load;
+  if (!o.scenario.empty()) {
+    load = loadScenarioFile(o.scenario);
+  } else {
+    load.scenario.name = "baseline";
+    load.scenario.file = "(no scenario)";
+  }
+  errors = load.errors;
+  Scenario& scenario = load.scenario;
+  if (o.duration_s) scenario.duration_s = *o.duration_s;
+  if (!o.topology.empty()) {
+    scenario.fabric = FabricSpec{};
+    scenario.fabric.file = o.topology;
+  } else if (!o.fabric.empty()) {
+    scenario.fabric = FabricSpec{};
+    for (const auto& p : parseFabricSpec(o.fabric, scenario.fabric)) {
+      errors.push_back({"--fabric", 0, p});
+    }
+  }
+  if (scenario.fabric.empty() && errors.empty()) {
+    errors.push_back({scenario.file, 0,
+                      "no fabric: give --topology FILE, --fabric SPEC (e.g. rail:sus=4) or a "
+                      "'topology' in the scenario"});
+  }
+  for (const auto& p : planner::validate(scenario.budget)) {
+    errors.push_back({scenario.file, scenario.budget_line, "budget: " + p});
+  }
+  if (!errors.empty()) {
+    printErrors(errors);
+    return kExitError;
+  }
+  auto topo = buildFabric(scenario.fabric, errors);
+  if (!topo) {
+    printErrors(errors);
+    return kExitError;
+  }
+  SimOptions options;
+  options.seed = o.seed;
+  options.ecmp_seed = o.ecmp_seed ? *o.ecmp_seed : mix64(o.seed ^ 0xec3bec3bull);
+  planner::Plan plan = planner::makePlan(*topo, scenario.budget, {}, o.seed);
+  auto sim = Simulator::create(*topo, scenario, plan, options, errors);
+  if (!sim) {
+    printErrors(errors);
+    return kExitError;
+  }
+
+  // 2. Run, writing the log; the truth file is written last, atomically.
+  auto t0 = std::chrono::steady_clock::now();
+  std::string err = writeFileAtomically(o.output, [&](std::ostream& out) {
+    telemetry::JsonlWriter writer(*topo, out);
+    sim->run(writer);
+    writer.flush();
+  });
+  if (!err.empty()) {
+    std::cerr << "netdiag simulate: " << err << '\n';
+    return kExitError;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!o.truth.empty()) {
+    err = writeFileAtomically(o.truth, [&](std::ostream& out) {
+      out << truthToJson(sim->truth()) << '\n';
+    });
+    if (!err.empty()) {
+      std::cerr << "netdiag simulate: " << err << '\n';
+      return kExitError;
+    }
+  }
+  if (!o.quiet) {
+    const SimStats& s = sim->stats();
+    uint64_t records = s.probe_records + s.port_records + s.lldp_records;
+    std::cerr << "simulated " << (scenario.name.empty() ? "scenario" : scenario.name) << " on "
+              << topo->name << ": " << withCommas(s.flows) << " flows, "
+              << withCommas(s.probe_records) << " probe + " << withCommas(s.port_records)
+              << " port + " << withCommas(s.lldp_records) << " lldp records in " << seconds
+              << " s (" << withCommas(static_cast<uint64_t>(records / std::max(seconds, 1e-9)))
+              << " records/s); " << sim->truth().faults.size() << " fault(s), "
+              << sim->truth().traps.size() << " trap(s)\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void addSimulateCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SimulateOptions>();
+  auto* sim = app.add_subcommand(
+      "simulate", "Simulate a fabric under a scenario: telemetry log on stdout, truth with --truth");
+  sim->add_option("--scenario", o->scenario, "Scenario file (YAML), e.g. sim/scenarios/*.yaml");
+  sim->add_option("--topology", o->topology, "Topology file (overrides the scenario's)");
+  sim->add_option("--fabric", o->fabric,
+                  "Generated fabric instead: leaf-spine|fat-tree|rail[:key=value,...], "
+                  "e.g. fat-tree:k=8 or rail:sus=4,hosts_per_su=32");
+  sim->add_option("-o,--output", o->output, "Telemetry log (JSON Lines); '-' for stdout")
+      ->capture_default_str();
+  sim->add_option("--truth", o->truth, "Write the ground truth (JSON) here");
+  sim->add_option("--seed", o->seed, "Seed of every random draw but the ECMP hash")
+      ->capture_default_str();
+  sim->add_option("--ecmp-seed", o->ecmp_seed,
+                  "Seed of the switches' ECMP hash (default: derived from --seed)");
+  sim->add_option("--duration", o->duration_s, "Seconds to simulate (overrides the scenario)")
+      ->check(CLI::PositiveNumber);
+  sim->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
+  sim->callback([o, &exit_code] { exit_code = runSimulate(*o); });
+}
+
+}  // namespace netdiag::cli
