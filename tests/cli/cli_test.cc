@@ -2,66 +2,23 @@
 // 0 ok, 1 findings, 2 usage or input error; data on stdout, diagnostics on
 // stderr.
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using netdiag::testing::CliTest;
+using netdiag::testing::Outcome;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-struct Outcome {
-  int code = -1;
-  std::string out, err;
-};
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("netdiag-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name)) << text;
-  }
-
-  static std::string slurp(const std::string& file) {
-    std::ifstream in(file);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  Outcome run(const std::string& args) const {
-    std::string cmd = std::string(NETDIAG_BIN) + " " + args + " >" + path("stdout") + " 2>" +
-                      path("stderr") + " </dev/null";
-    int status = std::system(cmd.c_str());
-    Outcome r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(path("stdout"));
-    r.err = slurp(path("stderr"));
-    return r;
-  }
-
-  fs::path dir_;
-};
 
 constexpr const char* kSmall = R"(name: tiny
 nodes:
@@ -258,6 +215,9 @@ TEST_F(CliTest, PathsNoPathIsAFindingAndBadPortIsAnError) {
 }  // namespace
 
 namespace {
+
+using netdiag::testing::CliTest;
+using netdiag::testing::Outcome;
 
 // Every malformed fixture gets exit 2 and a FILE:LINE message on stderr.
 TEST_F(CliTest, EveryBadFixtureExitsTwoWithFileAndLine) {
