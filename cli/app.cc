@@ -23,6 +23,7 @@ int run(int argc, char** argv) {
   addPlanCommand(app, exit_code);
   addSimulateCommand(app, exit_code);
   addScoreCommand(app, exit_code);
+  addReplayCommand(app, exit_code);
 
   try {
     app.parse(argc, argv);

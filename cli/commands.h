@@ -11,5 +11,6 @@ void addTopoCommands(CLI::App& app, int& exit_code);
 void addPlanCommand(CLI::App& app, int& exit_code);
 void addSimulateCommand(CLI::App& app, int& exit_code);
 void addScoreCommand(CLI::App& app, int& exit_code);
+void addReplayCommand(CLI::App& app, int& exit_code);
 
 }  // namespace netdiag::cli

@@ -1,0 +1,65 @@
+#include "analyzer/counters.h"
+
+namespace netdiag::analyzer {
+namespace {
+
+// The increase since the last sample; nullopt when there is no previous
+// sample or the counter went backwards (a reset).
+std::optional<double> delta(std::optional<uint64_t>& last, const std::optional<uint64_t>& now,
+                            bool& reset) {
+  std::optional<double> d;
+  if (now && last) {
+    if (*now >= *last) {
+      d = static_cast<double>(*now - *last);
+    } else {
+      reset = true;
+    }
+  }
+  if (now) last = now;
+  return d;
+}
+
+}  // namespace
+
+PortCounters::PortCounters(size_t ports, size_t buckets, double width_s)
+    : rx_errors_(ports, buckets, width_s),
+      tx_drops_(ports, buckets, width_s),
+      carrier_(ports, buckets, width_s),
+      state_(ports) {}
+
+void PortCounters::add(const telemetry::PortRecord& r) {
+  State& s = state_[r.port];
+  if (r.t < s.t) return;  // an older sample than one already seen
+  bool reset = false;
+  auto rx = delta(s.rx_packets, r.rx_packets, reset);
+  auto tx = delta(s.tx_packets, r.tx_packets, reset);
+  // CRC errors are the precise signal; rx_errors stands in when absent.
+  const auto& errors = r.rx_crc_errors ? r.rx_crc_errors : r.rx_errors;
+  auto err = delta(s.rx_errors, errors, reset);
+  auto drops = delta(s.tx_drops, r.tx_drops, reset);
+  auto carrier = delta(s.carrier, r.carrier_changes, reset);
+  if (reset) ++resets_;
+  if (err && *err > 0) rx_errors_.add(r.port, r.t, rx.value_or(0), *err);
+  if (rx && (!err || *err == 0)) rx_errors_.add(r.port, r.t, *rx, 0);
+  if (drops || tx) tx_drops_.add(r.port, r.t, tx.value_or(0), drops.value_or(0));
+  if (carrier && *carrier > 0) carrier_.add(r.port, r.t, 0, *carrier);
+  if (r.oper_up) {
+    int8_t up = *r.oper_up ? 1 : 0;
+    if (up != s.oper) s.oper_since = r.t;
+    s.oper = up;
+  }
+  s.t = r.t;
+}
+
+void PortCounters::advanceTo(double now) {
+  rx_errors_.advanceTo(now);
+  tx_drops_.advanceTo(now);
+  carrier_.advanceTo(now);
+}
+
+std::optional<bool> PortCounters::operUp(topology::PortId p) const {
+  if (state_[p].oper < 0) return std::nullopt;
+  return state_[p].oper == 1;
+}
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,45 @@
+#pragma once
+
+// Port counters turned into per-bucket deltas: errors against received
+// packets, tx drops against sent packets, carrier changes, and the latest
+// oper state. Counters are cumulative from an arbitrary origin; a value
+// lower than the last one is a reset and contributes no delta.
+
+#include <optional>
+#include <vector>
+
+#include "analyzer/evidence.h"
+#include "telemetry/record.h"
+#include "topology/model.h"
+
+namespace netdiag::analyzer {
+
+class PortCounters {
+ public:
+  PortCounters(size_t ports, size_t buckets, double width_s);
+
+  void add(const telemetry::PortRecord& r);
+  void advanceTo(double now);
+
+  // Over the horizon: n = packets, k = errors (rx side) or drops (tx side).
+  Tally rxErrors(topology::PortId p) const { return rx_errors_.total(p); }
+  Tally txDrops(topology::PortId p) const { return tx_drops_.total(p); }
+  double carrierChanges(topology::PortId p) const { return carrier_.total(p).k; }
+  // Latest reported oper state; nullopt when never reported.
+  std::optional<bool> operUp(topology::PortId p) const;
+  double operChangedAt(topology::PortId p) const { return state_[p].oper_since; }
+  uint64_t resets() const { return resets_; }
+
+ private:
+  struct State {
+    double t = -1;
+    std::optional<uint64_t> rx_packets, tx_packets, rx_errors, tx_drops, carrier;
+    int8_t oper = -1;  // -1 unknown
+    double oper_since = 0;
+  };
+  BucketedTallies rx_errors_, tx_drops_, carrier_;
+  std::vector<State> state_;
+  uint64_t resets_ = 0;
+};
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,592 @@
+#include "analyzer/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "analyzer/counters.h"
+#include "analyzer/ecmp_shares.h"
+#include "analyzer/evidence.h"
+#include "analyzer/flow_paths.h"
+#include "analyzer/stats.h"
+
+namespace netdiag::analyzer {
+
+using namespace topology;
+using telemetry::LldpRecord;
+using telemetry::PortRecord;
+using telemetry::ProbeRecord;
+
+namespace {
+
+// Evidence thresholds (nats of log-likelihood ratio). A hypothesis is a
+// suspect at kOpenLlr; it pages once its posterior reaches the configured
+// confidence, with enough distinct lossy flows behind it, twice in a row.
+constexpr double kOpenLlr = 8;
+constexpr size_t kShortBuckets = 6;  // the fast horizon, in buckets
+constexpr int kMinLossySegments = 3;
+constexpr int kMaxExplanations = 64;
+// A host is "unreachable" only when most probes to it die; a few extra
+// losses on its flows are a link's business.
+constexpr double kMinHostLoss = 0.2;
+
+// A hypothesis: one directed link is lossy, or one host drops what is sent
+// to it (a dead responder, a rebooting host).
+struct Key {
+  enum Kind : uint8_t { kLink, kNode, kPorts } kind;
+  uint32_t id;  // link, node, or index into miscabling groups
+  bool operator<(const Key& o) const { return kind != o.kind ? kind < o.kind : id < o.id; }
+};
+
+struct Tracked {
+  Incident incident;
+  int strong_passes = 0;  // consecutive passes at paging strength
+  double last_bad = 0;
+  bool open = true;
+};
+
+}  // namespace
+
+struct Engine::Impl {
+  const Topology& topo;
+  EngineConfig cfg;
+  IngestStats stats;
+  size_t buckets;
+
+  FlowPaths flows;
+  EcmpShares shares;
+  BucketedTallies links;      // per directed link: certain-path probes / losses
+  BucketedTallies to_node;    // per node: probes sent to it / lost
+  BucketedTallies from_port;  // per source host port: all its probes (background)
+  PortCounters counters;
+  LossyStore lossy;
+  std::vector<std::string> lldp_neighbor;  // last LLDP neighbour per port
+  std::vector<bool> lldp_mismatch;
+
+  double newest = -INFINITY;
+  double next_pass = -INFINITY;
+  uint64_t next_id = 1;
+  std::map<Key, Tracked> tracked;
+  std::vector<std::function<void(const Incident&)>> listeners;
+
+  // Scratch buffers reused per record.
+  std::vector<DirLinkId> fwd, rev, both;
+
+  Impl(const Topology& t, EngineConfig c)
+      : topo(t),
+        cfg(c),
+        buckets(static_cast<size_t>(std::ceil(c.horizon_s / c.bucket_s))),
+        flows(t),
+        shares(t),
+        links(t.dirLinkCount(), buckets, c.bucket_s),
+        to_node(t.nodeCount(), buckets, c.bucket_s),
+        from_port(t.portCount(), buckets, c.bucket_s),
+        counters(t.portCount(), buckets, c.bucket_s),
+        lldp_neighbor(t.portCount()),
+        lldp_mismatch(t.portCount(), false) {}
+
+  // ---- ingest --------------------------------------------------------------
+
+  // Runs the pass due before a record of time t is ingested (no look-ahead:
+  // the pass sees only records up to the newest time so far).
+  void clock(double t) {
+    if (t > newest) {
+      if (newest > -INFINITY && t >= next_pass) {
+        pass(newest);
+        next_pass = (std::floor(t / cfg.pass_interval_s) + 1) * cfg.pass_interval_s;
+      } else if (newest == -INFINITY) {
+        next_pass = (std::floor(t / cfg.pass_interval_s) + 1) * cfg.pass_interval_s;
+      }
+      newest = t;
+    } else if (t < newest) {
+      if (newest - t <= cfg.late_tolerance_s) {
+        ++stats.late;
+      } else {
+        ++stats.too_late;
+      }
+    }
+  }
+
+  void addSegment(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,
+                  NodeId dst, bool forward, Middle m0, Middle m1 = {}) {
+    if (n == 0) return;
+    for (DirLinkId d : seg) links.add(d, t, n, k);
+    if (k > 0) lossy.add(t, n, k, seg, dst, forward, m0, m1);
+  }
+
+  void probe(const ProbeRecord& r) {
+    clock(r.t);
+    ++stats.probes;
+    if (r.sent == 0) return;
+    const NodeId dst_node = topo.port(r.dst).node;
+    Middle fwd_mid = flows.forwardLinks(r, fwd);
+    Middle rev_mid = flows.reverseLinks(r, rev);
+    to_node.add(dst_node, r.t, r.sent, r.lost);
+    from_port.add(r.src, r.t, r.sent, r.lost);
+    if (r.hasOneWay()) {
+      addSegment(r.t, r.sent, *r.lost_fwd, fwd, dst_node, true, fwd_mid);
+      addSegment(r.t, r.sent - *r.lost_fwd, *r.lost_rev, rev, kNone, false, rev_mid);
+    } else {
+      both = fwd;
+      for (DirLinkId d : rev) {
+        if (std::find(both.begin(), both.end(), d) == both.end()) both.push_back(d);
+      }
+      addSegment(r.t, r.sent, r.lost, both, dst_node, true, fwd_mid, rev_mid);
+    }
+  }
+
+  void port(const PortRecord& r) {
+    clock(r.t);
+    ++stats.ports;
+    counters.add(r);
+    if (r.oper_up && !*r.oper_up && topo.port(r.port).link != kNone) {
+      flows.markDown(topo.port(r.port).link, true);
+    } else if (r.oper_up && *r.oper_up && topo.port(r.port).link != kNone) {
+      flows.markDown(topo.port(r.port).link, false);
+    }
+  }
+
+  void lldp(const LldpRecord& r) {
+    clock(r.t);
+    ++stats.lldp;
+    lldp_neighbor[r.port] = r.neighbor;
+    const Port& p = topo.port(r.port);
+    std::string expected = p.link == kNone ? "" : topo.portRef(topo.dirDstPort(topo.egressOf(r.port)));
+    // A neighbour may be named by port ("leaf1:swp1") or by node only.
+    bool ok = r.neighbor == expected ||
+              (r.neighbor.find(':') == std::string::npos && p.link != kNone &&
+               r.neighbor == topo.node(topo.peerNode(r.port)).name);
+    lldp_mismatch[r.port] = !ok;
+  }
+
+  // ---- the localization pass ---------------------------------------------
+
+  struct Candidate {
+    double n = 0, k = 0;            // long horizon, after explaining away
+    double ns = 0, ks = 0;          // short horizon
+    double llr = 0;
+    double loss = 0;
+    int segments = 0;               // lossy segments still unexplained
+    bool accepted = false;
+  };
+
+  double background = 1e-6;
+
+  // Background loss per probe: pooled over source ports, leaving out the 5 %
+  // of ports with the highest loss (a sick link or host touches a minority
+  // of sources), and taken at an upper confidence bound so that a short
+  // history with few losses cannot make ordinary noise look significant.
+  double estimateBackground() const {
+    std::vector<Tally> ports;
+    for (PortId p = 0; p < topo.portCount(); ++p) {
+      Tally t = from_port.total(p);
+      if (t.n > 0) ports.push_back(t);
+    }
+    std::sort(ports.begin(), ports.end(),
+              [](const Tally& a, const Tally& b) { return a.k * b.n < b.k * a.n; });
+    size_t keep = ports.size() - ports.size() / 20;
+    double n = 0, k = 0;
+    for (size_t i = 0; i < keep; ++i) n += ports[i].n, k += ports[i].k;
+    if (n <= 0) return 1e-3;
+    return std::max(1e-7, (k + 2 * std::sqrt(k) + 2) / n);
+  }
+
+  void score(Candidate& c, double q0) const {
+    double l_long = binomialLlr(c.n, c.k, q0);
+    double l_short = binomialLlr(c.ns, c.ks, q0);
+    c.llr = std::max(l_long, l_short) - std::log(2.0);  // two horizons tested
+    double rate = l_short > l_long ? c.ks / std::max(c.ns, 1.0) : c.k / std::max(c.n, 1.0);
+    c.loss = std::max(0.0, rate - q0);
+  }
+
+  void pass(double now) {
+    ++stats.passes;
+    links.advanceTo(now);
+    to_node.advanceTo(now);
+    from_port.advanceTo(now);
+    counters.advanceTo(now);
+    lossy.expire(now - cfg.horizon_s);
+    background = estimateBackground();
+    const double q0 = background;
+    const double short_from = (static_cast<double>(links.newestBucket()) -
+                               static_cast<double>(kShortBuckets) + 1) * cfg.bucket_s;
+
+    // Candidates: every link and host with a loss in the horizon.
+    std::unordered_map<uint32_t, Candidate> link_c, node_c;
+    std::unordered_map<uint32_t, std::vector<uint32_t>> link_segs, node_segs;
+    const auto& segs = lossy.segments();
+    for (uint32_t i = 0; i < segs.size(); ++i) {
+      for (DirLinkId d : lossy.linksOf(segs[i])) link_segs[d].push_back(i);
+      if (segs[i].forward && segs[i].dst_node != kNone) node_segs[segs[i].dst_node].push_back(i);
+    }
+    for (auto& [d, list] : link_segs) {
+      Candidate c;
+      Tally t = links.total(d), s = links.recent(d, kShortBuckets);
+      c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+      c.segments = static_cast<int>(list.size());
+      score(c, q0);
+      link_c[d] = c;
+    }
+    for (auto& [n, list] : node_segs) {
+      if (!topo.node(n).isHost()) continue;
+      Candidate c;
+      Tally t = to_node.total(n), s = to_node.recent(n, kShortBuckets);
+      c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+      c.segments = static_cast<int>(list.size());
+      score(c, q0);
+      node_c[n] = c;
+    }
+
+    // Greedy explaining-away: accept the strongest hypothesis, remove the
+    // lossy segments it explains from every other candidate, rescore.
+    // Each lossy segment keeps the share of its losses not yet explained.
+    // A segment certainly through the accepted link (or to the accepted
+    // host) is explained whole; one that only may have crossed it, on a
+    // stretch discovery did not see, by the posterior odds that it did:
+    // s*x / (s*x + q0), with s the link's per-hop ECMP share there.
+    std::vector<double> unexplained(segs.size(), 1.0);
+    std::vector<std::pair<Key, Candidate>> accepted;
+    const double log_m = std::log(static_cast<double>(topo.dirLinkCount() + topo.nodeCount()));
+    auto discount = [&](uint32_t i, double w) {
+      const LossySegment& s = segs[i];
+      double part = unexplained[i] * w;
+      if (part <= 0) return;
+      unexplained[i] -= part;
+      bool in_short = s.t >= short_from;
+      auto reduce = [&](Candidate& c) {
+        if (c.accepted) return;
+        c.n -= part * s.n, c.k -= part * s.k;
+        if (in_short) c.ns -= part * s.n, c.ks -= part * s.k;
+        if (unexplained[i] < 0.5 && unexplained[i] + part >= 0.5) --c.segments;
+        score(c, q0);
+      };
+      for (DirLinkId d : lossy.linksOf(s)) {
+        if (auto it = link_c.find(d); it != link_c.end()) reduce(it->second);
+      }
+      if (s.forward && s.dst_node != kNone) {
+        if (auto it = node_c.find(s.dst_node); it != node_c.end()) reduce(it->second);
+      }
+    };
+    for (int round = 0; round < kMaxExplanations; ++round) {
+      Key best{Key::kLink, kNone};
+      Candidate* bc = nullptr;
+      for (auto& [d, c] : link_c) {
+        if (!c.accepted && c.loss >= cfg.min_loss && (!bc || c.llr > bc->llr)) {
+          bc = &c;
+          best = {Key::kLink, d};
+        }
+      }
+      for (auto& [n, c] : node_c) {
+        if (!c.accepted && c.loss >= kMinHostLoss && (!bc || c.llr > bc->llr)) {
+          bc = &c;
+          best = {Key::kNode, n};
+        }
+      }
+      if (!bc || bc->llr < kOpenLlr) break;
+      bc->accepted = true;
+      accepted.emplace_back(best, *bc);
+      const double x = std::max(bc->loss, 1e-9);
+      const auto& mine = best.kind == Key::kLink ? link_segs[best.id] : node_segs[best.id];
+      std::vector<bool> certain(segs.size(), false);
+      for (uint32_t i : mine) {
+        certain[i] = true;
+        discount(i, 1.0);
+      }
+      if (best.kind != Key::kLink) continue;
+      for (uint32_t i = 0; i < segs.size(); ++i) {
+        if (certain[i] || unexplained[i] <= 0) continue;
+        double s_max = 0;
+        for (const Middle& m : segs[i].middle) {
+          if (!m.known()) s_max = std::max(s_max, shares.share(m.from, m.to, best.id));
+        }
+        if (s_max > 0) discount(i, s_max * x / (s_max * x + q0));
+      }
+    }
+
+    // Posterior: one fault among M hypotheses a priori, against the
+    // strongest competing explanation of the same evidence.
+    std::set<Key> seen;
+    for (auto& [key, c] : accepted) {
+      double alt = -INFINITY;
+      std::string alt_name;
+      if (key.kind == Key::kLink) {
+        auto it = link_c.find(Topology::reverse(key.id));
+        if (it != link_c.end() && it->second.llr > alt) {
+          alt = it->second.llr;
+          alt_name = "reverse direction " + topo.dirLinkName(Topology::reverse(key.id));
+        }
+        for (NodeId n : {topo.dirSrcNode(key.id), topo.dirDstNode(key.id)}) {
+          auto nt = node_c.find(n);
+          if (nt != node_c.end() && nt->second.llr > alt) {
+            alt = nt->second.llr;
+            alt_name = "host " + topo.node(n).name + " itself";
+          }
+        }
+      }
+      double conf = posterior(c.llr, log_m, alt);
+      seen.insert(key);
+      update(key, c, conf, now, q0, alt_name, alt);
+    }
+    counterHypotheses(now, seen);
+    miscabling(now, seen);
+    expire(now, seen);
+  }
+
+  // ---- incidents -------------------------------------------------------------
+
+  Tracked& track(const Key& key, double now) {
+    auto it = tracked.find(key);
+    if (it != tracked.end() && it->second.open) return it->second;
+    Tracked t;
+    t.incident.id = "inc-" + std::to_string(next_id++);
+    t.incident.opened_at = now;
+    t.last_bad = now;
+    if (key.kind == Key::kLink) t.incident.link = key.id;
+    if (key.kind == Key::kNode) t.incident.node = key.id;
+    if (it != tracked.end()) {
+      // A closed incident on the same key stays in the history under its id.
+      history.push_back(it->second.incident);
+      it->second = t;
+      notify(it->second.incident);
+      return it->second;
+    }
+    auto& ref = tracked.emplace(key, t).first->second;
+    notify(ref.incident);
+    return ref;
+  }
+
+  std::vector<Incident> history;  // closed incidents whose key was reused
+
+  void notify(const Incident& i) {
+    for (auto& f : listeners) f(i);
+  }
+
+  std::string classifyLink(DirLinkId d, const Candidate& c, nlohmann::json& ev) const {
+    const PortId src = topo.dirSrcPort(d), dst = topo.dirDstPort(d);
+    auto up_s = counters.operUp(src), up_d = counters.operUp(dst);
+    double carrier = counters.carrierChanges(src) + counters.carrierChanges(dst);
+    Tally err = counters.rxErrors(dst);
+    Tally drops = counters.txDrops(src);
+    ev["counters"] = {{"rx_errors_at_" + topo.portRef(dst), err.k},
+                      {"tx_drops_at_" + topo.portRef(src), drops.k},
+                      {"carrier_changes", carrier}};
+    if ((up_s && !*up_s) || (up_d && !*up_d)) {
+      return carrier >= 3 ? kLinkFlap : kLinkDown;
+    }
+    if (carrier >= 2) return kLinkFlap;
+    if (err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6) return kLinkCorruption;
+    if (drops.n > 0 && drops.k / drops.n >= std::max(1e-4, 0.2 * c.loss)) return kCongestion;
+    if (blackholeShare(d) >= 0.7 && c.loss < 0.9) return kLinkBlackhole;
+    return kLinkLoss;
+  }
+
+  // Share of the link's lossy forward segments that lost every probe: near 1
+  // for a partial blackhole (some flows dead, others clean), low for random loss.
+  double blackholeShare(DirLinkId d) const {
+    int total = 0, all_lost = 0;
+    for (const LossySegment& s : lossy.segments()) {
+      auto ls = lossy.linksOf(s);
+      if (std::find(ls.begin(), ls.end(), d) == ls.end()) continue;
+      ++total;
+      all_lost += s.k == s.n;
+    }
+    return total >= kMinLossySegments ? static_cast<double>(all_lost) / total : 0;
+  }
+
+  void update(const Key& key, const Candidate& c, double conf, double now, double q0,
+              const std::string& alt_name, double alt_llr) {
+    Tracked& t = track(key, now);
+    Incident& inc = t.incident;
+    t.last_bad = now;
+    nlohmann::json ev;
+    ev["method"] = "binomial likelihood ratio with greedy explaining-away";
+    ev["probes"] = c.n;
+    ev["lost"] = c.k;
+    ev["lossy_flow_windows"] = c.segments;
+    ev["background_loss"] = q0;
+    ev["llr_nats"] = c.llr;
+    std::string kind;
+    if (key.kind == Key::kLink) {
+      kind = classifyLink(key.id, c, ev);
+      if (kind == kLinkDown || kind == kLinkFlap) inc.both_directions = true;
+      ev["summary"] = topo.dirLinkName(key.id) + ": " + std::to_string(static_cast<int64_t>(c.k)) +
+                      " of " + std::to_string(static_cast<int64_t>(c.n)) +
+                      " probes lost on flows known to cross it, after explaining away others";
+    } else {
+      kind = kHostUnreachable;
+      ev["summary"] = "probes to " + topo.node(key.id).name + " lost on every path to it";
+    }
+    if (!alt_name.empty()) {
+      ev["ruled_out"] = {{"hypothesis", alt_name}, {"llr_nats", alt_llr},
+                         {"why", "explains less of the evidence"}};
+    }
+    bool changed = inc.kind != kind;
+    inc.kind = kind;
+    inc.confidence = std::max(inc.localized_at ? inc.confidence : 0.0, conf);
+    inc.loss_ratio = c.loss;
+    inc.evidence = ev;
+    const bool strong = conf >= cfg.page_confidence && c.segments >= kMinLossySegments;
+    t.strong_passes = strong ? t.strong_passes + 1 : 0;
+    if (!inc.localized_at && t.strong_passes >= 2) {
+      inc.localized_at = now;
+      changed = true;
+    }
+    if (changed) notify(inc);
+  }
+
+  // Counter evidence alone: a link reported down on either end, or flapping.
+  void counterHypotheses(double now, std::set<Key>& seen) {
+    for (LinkId l = 0; l < topo.linkCount(); ++l) {
+      const Link& link = topo.link(l);
+      auto up_a = counters.operUp(link.a), up_b = counters.operUp(link.b);
+      double carrier = counters.carrierChanges(link.a) + counters.carrierChanges(link.b);
+      bool down = (up_a && !*up_a) || (up_b && !*up_b);
+      bool flapping = carrier >= 4;  // two down/up cycles seen from both ends
+      if (!down && !flapping) continue;
+      // A host with every link down and a silent agent is one host problem.
+      NodeId host = kNone;
+      for (PortId p : {link.a, link.b}) {
+        if (topo.node(topo.port(p).node).isHost()) host = topo.port(p).node;
+      }
+      if (down && host != kNone && allLinksDown(host)) {
+        Key key{Key::kNode, host};
+        if (seen.insert(key).second) hostDown(key, now);
+        continue;
+      }
+      DirLinkId d = 2 * l;
+      Key key{Key::kLink, d};
+      Key rkey{Key::kLink, d + 1};
+      if (seen.contains(key) || seen.contains(rkey)) continue;
+      seen.insert(key);
+      Tracked& t = track(key, now);
+      Incident& inc = t.incident;
+      t.last_bad = now;
+      std::string kind = flapping && !down ? kLinkFlap : (carrier >= 6 ? kLinkFlap : kLinkDown);
+      bool changed = inc.kind != kind;
+      inc.kind = kind;
+      inc.both_directions = true;
+      inc.confidence = 0.999;
+      inc.loss_ratio = down ? 1.0 : inc.loss_ratio;
+      inc.evidence = {{"method", "port counters"},
+                      {"summary", topo.portRef(link.a) + " / " + topo.portRef(link.b) +
+                                      (down ? " reported oper down" : " carrier flapping")},
+                      {"carrier_changes", carrier}};
+      if (!inc.localized_at) {
+        inc.localized_at = now;
+        changed = true;
+      }
+      if (changed) notify(inc);
+    }
+  }
+
+  bool allLinksDown(NodeId host) const {
+    for (PortId p : topo.portsOf(host)) {
+      if (topo.port(p).link == kNone) continue;
+      PortId peer = topo.dirDstPort(topo.egressOf(p));
+      auto up = counters.operUp(peer);
+      if (!up || *up) return false;
+    }
+    return true;
+  }
+
+  void hostDown(const Key& key, double now) {
+    Tracked& t = track(key, now);
+    Incident& inc = t.incident;
+    t.last_bad = now;
+    bool changed = inc.kind != kHostUnreachable;
+    inc.kind = kHostUnreachable;
+    inc.confidence = 0.999;
+    inc.loss_ratio = 1.0;
+    inc.evidence = {{"method", "port counters"},
+                    {"summary", "every link of " + topo.node(key.id).name +
+                                    " reported down by its neighbours: the host is down or "
+                                    "rebooting"}};
+    if (!inc.localized_at) {
+      inc.localized_at = now;
+      changed = true;
+    }
+    if (changed) notify(inc);
+  }
+
+  // LLDP: ports whose neighbour disagrees with the topology, one incident per
+  // node with such ports.
+  std::map<NodeId, uint32_t> miscabling_ids;
+  std::vector<std::vector<PortId>> miscabling_groups;
+
+  void miscabling(double now, std::set<Key>& seen) {
+    std::map<NodeId, std::vector<PortId>> bad;
+    for (PortId p = 0; p < topo.portCount(); ++p) {
+      if (lldp_mismatch[p]) bad[topo.port(p).node].push_back(p);
+    }
+    for (auto& [node, ports] : bad) {
+      auto [it, inserted] = miscabling_ids.emplace(node, miscabling_groups.size());
+      if (inserted) miscabling_groups.push_back({});
+      Key key{Key::kPorts, it->second};
+      seen.insert(key);
+      Tracked& t = track(key, now);
+      Incident& inc = t.incident;
+      t.last_bad = now;
+      bool changed = inc.ports != ports || inc.kind != kMiscabling;
+      inc.kind = kMiscabling;
+      inc.ports = ports;
+      inc.confidence = 0.99;
+      nlohmann::json seen_json = nlohmann::json::array();
+      for (PortId p : ports) {
+        seen_json.push_back({{"port", topo.portRef(p)},
+                             {"lldp_neighbor", lldp_neighbor[p]},
+                             {"topology_peer", topo.port(p).link == kNone
+                                                   ? "(unconnected)"
+                                                   : topo.portRef(topo.dirDstPort(
+                                                         topo.egressOf(p)))}});
+      }
+      inc.evidence = {{"method", "LLDP against the topology"}, {"ports", seen_json}};
+      if (!inc.localized_at) {
+        inc.localized_at = now;
+        changed = true;
+      }
+      if (changed) notify(inc);
+    }
+  }
+
+  // Incidents whose hypothesis was not supported for resolve_after_s resolve;
+  // unlocalized suspects that faded are closed the same way.
+  void expire(double now, const std::set<Key>& seen) {
+    for (auto& [key, t] : tracked) {
+      if (!t.open || seen.contains(key)) continue;
+      t.strong_passes = 0;
+      if (now - t.last_bad >= cfg.resolve_after_s) {
+        t.open = false;
+        t.incident.resolved_at = now;
+        notify(t.incident);
+      }
+    }
+  }
+
+  Report report() const {
+    Report r;
+    r.generated_at = newest == -INFINITY ? 0 : newest;
+    r.incidents = history;
+    for (const auto& [key, t] : tracked) r.incidents.push_back(t.incident);
+    std::sort(r.incidents.begin(), r.incidents.end(), [](const Incident& a, const Incident& b) {
+      return a.opened_at != b.opened_at ? a.opened_at < b.opened_at : a.id < b.id;
+    });
+    return r;
+  }
+};
+
+Engine::Engine(const Topology& topo, EngineConfig config)
+    : impl_(std::make_unique<Impl>(topo, config)) {}
+Engine::~Engine() = default;
+
+void Engine::onProbe(const ProbeRecord& r) { impl_->probe(r); }
+void Engine::onPort(const PortRecord& r) { impl_->port(r); }
+void Engine::onLldp(const LldpRecord& r) { impl_->lldp(r); }
+Report Engine::report() const { return impl_->report(); }
+const IngestStats& Engine::stats() const { return impl_->stats; }
+void Engine::onIncidentChange(std::function<void(const Incident&)> callback) {
+  impl_->listeners.push_back(std::move(callback));
+}
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,64 @@
+#pragma once
+
+// The localization engine: consumes telemetry records (formats.md §2) in
+// time order, keeps per-directed-link evidence over sliding windows, and
+// turns it into incidents with a stated confidence. docs/localization.md
+// describes the method.
+//
+// Time is the log's own clock: decisions run in passes every
+// `pass_interval_s` of telemetry time, each labeled with the newest `t`
+// ingested so far, so replaying a prefix of a log reproduces the same
+// decisions up to its end (no look-ahead).
+//
+// Thread-safety: none; feed it from one thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "analyzer/incident.h"
+#include "telemetry/record.h"
+#include "topology/model.h"
+
+namespace netdiag::analyzer {
+
+struct EngineConfig {
+  double bucket_s = 5;          // evidence is kept in buckets of this width
+  double horizon_s = 180;       // how far back evidence counts
+  double pass_interval_s = 5;   // decisions every this many seconds of log time
+  double late_tolerance_s = 30; // records this late still count as in order
+  double page_confidence = 0.99;  // localize (page) at or above this posterior
+  double min_loss = 3e-4;       // smallest loss ratio worth a link incident
+  double resolve_after_s = 60;  // clean this long before an incident resolves
+};
+
+struct IngestStats {
+  uint64_t probes = 0, ports = 0, lldp = 0;
+  uint64_t late = 0;       // older than the newest t but within tolerance
+  uint64_t too_late = 0;   // older than the tolerance: stored, not used for past decisions
+  uint64_t passes = 0;
+};
+
+class Engine : public telemetry::RecordSink {
+ public:
+  explicit Engine(const topology::Topology& topo, EngineConfig config = {});
+  ~Engine() override;
+
+  void onProbe(const telemetry::ProbeRecord& r) override;
+  void onPort(const telemetry::PortRecord& r) override;
+  void onLldp(const telemetry::LldpRecord& r) override;
+
+  // Every incident opened so far (resolved ones too); generated_at is the
+  // newest telemetry time ingested.
+  Report report() const;
+  const IngestStats& stats() const;
+
+  // Called whenever an incident opens or changes state (for persistence).
+  void onIncidentChange(std::function<void(const Incident&)> callback);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,118 @@
+// `netdiag replay`: runs the analyzer over a telemetry log on the log's own
+// clock, as fast as it can, and prints the incident report (formats.md §3).
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "analyzer/engine.h"
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "telemetry/jsonl.h"
+#include "topology/loader.h"
+
+namespace netdiag::cli {
+namespace {
+
+struct ReplayOptions {
+  std::string topology;
+  std::string telemetry = "-";
+  bool json = false;
+  bool strict = false;
+};
+
+std::string timeText(const std::optional<double>& t) {
+  if (!t) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", *t);
+  return buf;
+}
+
+void printTable(const topology::Topology& topo, const analyzer::Report& report) {
+  std::printf("%-8s %-16s %-44s %8s %6s %8s %9s %9s\n", "ID", "KIND", "WHERE", "LOSS", "CONF",
+              "OPENED", "LOCALIZED", "RESOLVED");
+  for (const auto& i : report.incidents) {
+    std::string where;
+    if (i.link != topology::kNone) {
+      where = topo.dirLinkName(i.link) + (i.both_directions ? " (both)" : "");
+    } else if (i.node != topology::kNone) {
+      where = topo.node(i.node).name;
+    } else {
+      for (auto p : i.ports) where += (where.empty() ? "" : ",") + topo.portRef(p);
+    }
+    char loss[16];
+    std::snprintf(loss, sizeof loss, "%.3f%%", 100 * i.loss_ratio);
+    std::printf("%-8s %-16s %-44s %8s %6.3f %8.1f %9s %9s\n", i.id.c_str(), i.kind.c_str(),
+                where.c_str(), loss, i.confidence, i.opened_at, timeText(i.localized_at).c_str(),
+                timeText(i.resolved_at).c_str());
+  }
+}
+
+int runReplay(const ReplayOptions& o) {
+  auto loaded = topology::loadTopologyFile(o.topology);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::cerr << e.str() << '\n';
+    return kExitError;
+  }
+  const topology::Topology& topo = loaded.topology;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (o.telemetry != "-") {
+    file.open(o.telemetry, std::ios::binary);
+    if (!file) {
+      std::cerr << "netdiag replay: cannot open " << o.telemetry << '\n';
+      return kExitError;
+    }
+    in = &file;
+  }
+  analyzer::Engine engine(topo);
+  telemetry::ReadStats stats;
+  telemetry::ReadOptions ro;
+  ro.strict = o.strict;
+  bool ok = telemetry::readJsonl(*in, topo, engine, stats, ro);
+  const std::string name = o.telemetry == "-" ? "(stdin)" : o.telemetry;
+  for (const auto& bad : stats.first_bad) {
+    std::cerr << name << ':' << bad.line << ": bad record: " << bad.message << '\n';
+  }
+  if (stats.bad > stats.first_bad.size()) {
+    std::cerr << "... and " << withCommas(stats.bad - stats.first_bad.size()) << " more\n";
+  }
+  if (!ok) {
+    std::cerr << "netdiag replay: stopped at the first bad line (--strict)\n";
+    return kExitError;
+  }
+  analyzer::Report report = engine.report();
+  if (o.json) {
+    std::cout << analyzer::reportToJson(topo, report).dump(2) << '\n';
+  } else {
+    printTable(topo, report);
+  }
+  const auto& es = engine.stats();
+  std::cerr << "replayed " << withCommas(stats.records) << " records (" << withCommas(es.probes)
+            << " probe, " << withCommas(es.ports) << " port, " << withCommas(es.lldp)
+            << " lldp; " << withCommas(stats.bad) << " bad, " << withCommas(stats.unknown_kind)
+            << " unknown kind, " << withCommas(es.late) << " late) in " << es.passes
+            << " passes; " << report.incidents.size() << " incident(s)\n";
+  bool findings = false;
+  for (const auto& i : report.incidents) findings |= i.localized_at && !i.resolved_at;
+  return findings ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+void addReplayCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ReplayOptions>();
+  auto* cmd = app.add_subcommand(
+      "replay", "Run the analyzer over a telemetry log and print its incidents (exit 1: faults "
+                "still open at the end)");
+  cmd->add_option("--topology", o->topology, "Topology file")->required();
+  cmd->add_option("--telemetry", o->telemetry, "Telemetry log (JSON Lines); '-' reads stdin")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the incident report (formats.md §3) as JSON");
+  cmd->add_flag("--strict", o->strict, "Stop at the first bad line");
+  cmd->callback([o, &exit_code] { exit_code = runReplay(*o); });
+}
+
+}  // namespace netdiag::cli
