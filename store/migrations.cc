@@ -51,8 +51,42 @@ CREATE TABLE topology_link (
 ) WITHOUT ROWID;
 )sql";
 
+// Incidents: one row per analyzer incident, updated in place as it moves from
+// open to localized to resolved. The columns repeat the fields queries filter
+// on; report_json is the whole incident as formats.md §3 writes it and is
+// what readers print. Times are telemetry times (the `t` of the newest record
+// ingested), except created_wall, the wall clock when the row was first
+// written. analyzer_state holds what a restarted analyzer needs to carry on
+// (its next incident number, the newest telemetry time it saw).
+constexpr std::string_view kIncidentsSql = R"sql(
+CREATE TABLE incident (
+  id              TEXT    PRIMARY KEY,  -- "inc-<n>"
+  kind            TEXT    NOT NULL,
+  link            TEXT,                 -- directed link "X:p->Y:q"
+  node            TEXT,                 -- host_unreachable
+  ports           TEXT,                 -- JSON array of "node:port" (miscabling)
+  opened_at       REAL    NOT NULL,
+  localized_at    REAL,
+  resolved_at     REAL,
+  confidence      REAL,
+  loss_ratio      REAL,
+  both_directions INTEGER NOT NULL DEFAULT 0 CHECK (both_directions IN (0, 1)),
+  report_json     TEXT    NOT NULL,
+  updated_at      REAL    NOT NULL,     -- telemetry time of the last change
+  created_wall    INTEGER               -- Unix time, milliseconds, UTC
+);
+CREATE INDEX incident_open ON incident (opened_at, id) WHERE resolved_at IS NULL;
+CREATE INDEX incident_link ON incident (link, opened_at);
+CREATE INDEX incident_opened ON incident (opened_at, id);
+CREATE TABLE analyzer_state (
+  key   TEXT PRIMARY KEY,
+  value TEXT
+) WITHOUT ROWID;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "topology snapshots", kTopologySnapshotsSql},
+    Migration{2, "incidents and analyzer state", kIncidentsSql},
 };
 
 constexpr std::string_view kCreateVersionTableSql = R"sql(

@@ -504,7 +504,7 @@ TEST(Migrations, AppendedMigrationAppliesAndFailedOneRollsBack) {
   auto db = openMigrated(dir.file("fabric.db"));
   const int v = latestSchemaVersion();
   std::vector<Migration> list(migrations().begin(), migrations().end());
-  list.push_back({v + 1, "incidents", "CREATE TABLE incident (id INTEGER PRIMARY KEY)"});
+  list.push_back({v + 1, "next feature", "CREATE TABLE next_feature (id INTEGER PRIMARY KEY)"});
   list.push_back({v + 2, "broken", "CREATE TABLE half (x); CREATE TABLE oops syntax error"});
 
   auto s = migrate(db, list);
@@ -513,7 +513,7 @@ TEST(Migrations, AppendedMigrationAppliesAndFailedOneRollsBack) {
             std::string::npos)
       << s.message();
   EXPECT_EQ(schemaVersion(db).value(), v + 1);  // the good one stayed
-  EXPECT_TRUE(db.exec("SELECT * FROM incident"));
+  EXPECT_TRUE(db.exec("SELECT * FROM next_feature"));
   EXPECT_FALSE(db.exec("SELECT * FROM half"));  // the bad one left nothing
 
   list.pop_back();
