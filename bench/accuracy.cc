@@ -1,0 +1,215 @@
+// Accuracy of localization, measured as formats.md §4 scores it: every
+// scenario kind of sim/scenarios/ on leaf-spine, fat-tree and rail fabrics of
+// 1,024 host ports, over many seeds, with an ECMP hash seed the analyzer is
+// never told. The simulator feeds the analyzer in-process (the same records
+// a log would carry); each run's report is scored against its truth.
+//
+//   accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--threads N] [--json FILE]
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "analyzer/engine.h"
+#include "bench/localizers.h"
+#include "planner/plan.h"
+#include "sim/scenario.h"
+#include "sim/score.h"
+#include "sim/rng.h"
+#include "sim/simulator.h"
+
+namespace {
+
+using namespace netdiag;
+
+const std::map<std::string, std::string> kFabrics = {
+    {"leaf-spine", "leaf-spine:spines=8,leaves=32,hosts_per_leaf=32"},
+    {"fat-tree", "fat-tree:k=16"},
+    {"rail", "rail:sus=4,hosts_per_su=32,rails=8,spines=8,leaf_uplinks=32,cores=8"}};
+
+struct Run {
+  std::string kind, fabric, method;
+  uint64_t seed;
+  sim::ScoreResult score;
+  double seconds;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+struct Tee : telemetry::RecordSink {
+  std::vector<telemetry::RecordSink*> sinks;
+  void onProbe(const telemetry::ProbeRecord& r) override {
+    for (auto* s : sinks) s->onProbe(r);
+  }
+  void onPort(const telemetry::PortRecord& r) override {
+    for (auto* s : sinks) s->onPort(r);
+  }
+  void onLldp(const telemetry::LldpRecord& r) override {
+    for (auto* s : sinks) s->onLldp(r);
+  }
+};
+
+std::vector<Run> runOne(const std::string& scenario_file, const std::string& kind,
+                        const std::string& fabric, uint64_t seed,
+                        const std::vector<std::string>& methods) {
+  auto load = sim::loadScenarioFile(scenario_file);
+  sim::Scenario sc = load.scenario;
+  sc.fabric = {};
+  sim::parseFabricSpec(kFabrics.at(fabric), sc.fabric);
+  std::vector<topology::Diagnostic> errors;
+  auto topo = sim::buildFabric(sc.fabric, errors);
+  planner::Plan plan = planner::makePlan(*topo, sc.budget, {}, seed);
+  sim::SimOptions opt;
+  opt.seed = seed;
+  opt.ecmp_seed = sim::mix64(seed * 7919 + 17);  // never shown to the analyzer
+  auto simulator = sim::Simulator::create(*topo, sc, plan, opt, errors);
+  if (!simulator) {
+    std::fprintf(stderr, "%s on %s: %s\n", kind.c_str(), fabric.c_str(),
+                 errors.empty() ? "?" : errors[0].str().c_str());
+    return {};
+  }
+  auto localizers = bench::makeLocalizers(*topo, methods);
+  Tee tee;
+  for (auto& l : localizers) tee.sinks.push_back(l.sink.get());
+  auto t0 = std::chrono::steady_clock::now();
+  simulator->run(tee);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<Run> runs;
+  for (auto& l : localizers) {
+    std::string error;
+    auto report = sim::reportFromJson(analyzer::reportToJson(*topo, l.report()).dump(), error);
+    if (!report) {
+      std::fprintf(stderr, "bad report from %s: %s\n", l.name.c_str(), error.c_str());
+      continue;
+    }
+    runs.push_back({kind, fabric, l.name, seed,
+                    sim::scoreReport(simulator->truth(), *report, &*topo), secs});
+  }
+  return runs;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int seeds = 3;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::string kinds_arg, fabrics_arg = "leaf-spine,fat-tree,rail", methods_arg = "netdiag";
+  std::string json_out;
+  std::string dir = NETDIAG_SOURCE_DIR "/sim/scenarios";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
+    if (a == "--kinds") kinds_arg = argv[i + 1];
+    if (a == "--fabrics") fabrics_arg = argv[i + 1];
+    if (a == "--methods") methods_arg = argv[i + 1];
+    if (a == "--threads") threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    if (a == "--json") json_out = argv[i + 1];
+  }
+  std::vector<std::string> kinds = split(kinds_arg);
+  if (kinds.empty()) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      kinds.push_back(e.path().stem().string());
+    }
+    std::sort(kinds.begin(), kinds.end());
+  }
+  const auto fabrics = split(fabrics_arg);
+  const auto methods = split(methods_arg);
+
+  struct Job {
+    std::string kind, fabric;
+    uint64_t seed;
+  };
+  std::vector<Job> jobs;
+  for (const auto& k : kinds) {
+    for (const auto& f : fabrics) {
+      for (int s = 1; s <= seeds; ++s) jobs.push_back({k, f, static_cast<uint64_t>(s)});
+    }
+  }
+  std::vector<Run> runs;
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t j; (j = next++) < jobs.size();) {
+        auto r = runOne(dir + "/" + jobs[j].kind + ".yaml", jobs[j].kind, jobs[j].fabric,
+                        jobs[j].seed, methods);
+        std::lock_guard lock(mu);
+        runs.insert(runs.end(), r.begin(), r.end());
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+
+  // One row per (kind, method): all fabrics and seeds pooled.
+  struct Agg {
+    size_t runs = 0, items = 0, found = 0, faults = 0, faults_found = 0, fp = 0, fp_link = 0;
+    size_t dir_fabric = 0, dir_fabric_ok = 0, dir_access = 0, dir_access_ok = 0;
+    std::vector<double> ttl, open;
+  };
+  std::map<std::pair<std::string, std::string>, Agg> agg;
+  for (const Run& r : runs) {
+    Agg& a = agg[{r.kind, r.method}];
+    ++a.runs;
+    a.items += r.score.items.size();
+    a.found += r.score.found;
+    a.faults += r.score.faults;
+    a.faults_found += r.score.faults_found;
+    a.fp += r.score.false_positives.size();
+    for (const auto& fp : r.score.false_positives) a.fp_link += fp.kind.rfind("link_", 0) == 0;
+    a.dir_fabric += r.score.direction_fabric.found;
+    a.dir_fabric_ok += r.score.direction_fabric.exact + r.score.direction_fabric.both;
+    a.dir_access += r.score.direction_access.found;
+    a.dir_access_ok += r.score.direction_access.exact + r.score.direction_access.both;
+    for (const auto& it : r.score.items) {
+      if (it.is_fault && it.time_to_localize) a.ttl.push_back(*it.time_to_localize);
+      if (it.is_fault && it.open_delay) a.open.push_back(*it.open_delay);
+    }
+  }
+  std::printf("%-18s %-10s %5s %6s %9s %7s %6s %5s %9s %9s %8s %8s\n", "kind", "method", "runs",
+              "items", "precision", "recall", "F1", "FP", "dir-fab", "dir-acc", "ttl-med",
+              "open-med");
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [key, a] : agg) {
+    double precision = a.found + a.fp ? static_cast<double>(a.found) / (a.found + a.fp) : 1.0;
+    double recall = a.items ? static_cast<double>(a.found) / a.items : 1.0;
+    double f1 = precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0;
+    auto ratio = [](size_t ok, size_t n) { return n ? static_cast<double>(ok) / n : NAN; };
+    std::printf("%-18s %-10s %5zu %6zu %9.3f %7.3f %6.3f %5zu %9.3f %9.3f %8.1f %8.1f\n",
+                key.first.c_str(), key.second.c_str(), a.runs, a.items, precision, recall, f1,
+                a.fp, ratio(a.dir_fabric_ok, a.dir_fabric), ratio(a.dir_access_ok, a.dir_access),
+                median(a.ttl), median(a.open));
+    out.push_back({{"kind", key.first}, {"method", key.second}, {"runs", a.runs},
+                   {"items", a.items}, {"found", a.found}, {"false_positives", a.fp},
+                   {"link_false_positives", a.fp_link}, {"precision", precision},
+                   {"recall", recall}, {"f1", f1},
+                   {"direction_fabric", ratio(a.dir_fabric_ok, a.dir_fabric)},
+                   {"direction_access", ratio(a.dir_access_ok, a.dir_access)},
+                   {"ttl_median_s", median(a.ttl)}, {"open_delay_median_s", median(a.open)}});
+  }
+  if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << '\n';
+  return 0;
+}
