@@ -141,11 +141,6 @@ struct Engine::Impl {
     clock(r.t);
     ++stats.ports;
     counters.add(r);
-    if (r.oper_up && !*r.oper_up && topo.port(r.port).link != kNone) {
-      flows.markDown(topo.port(r.port).link, true);
-    } else if (r.oper_up && *r.oper_up && topo.port(r.port).link != kNone) {
-      flows.markDown(topo.port(r.port).link, false);
-    }
   }
 
   void lldp(const LldpRecord& r) {
@@ -269,6 +264,29 @@ struct Engine::Impl {
         if (auto it = node_c.find(s.dst_node); it != node_c.end()) reduce(it->second);
       }
     };
+    // Links the counters report down or flapping explain, first, every loss
+    // on flows that crossed (or may have crossed) them, in both directions.
+    for (LinkId l = 0; l < topo.linkCount(); ++l) {
+      if (!reportedDown(l) && carrierChanges(l) < kFlapChanges) continue;
+      for (DirLinkId d : {2 * l, 2 * l + 1}) {
+        if (auto it = link_c.find(d); it != link_c.end()) it->second.accepted = true;
+        // Flows reroute around such a link, so remembered paths are suspect.
+        explainBy(d, 1.0, link_segs, discount, true);
+      }
+    }
+    // Segments claimed by a paged incident count for nobody else.
+    for (uint32_t i = 0; i < segs.size(); ++i) {
+      if (segs[i].claimed_by == 0) continue;
+      Candidate* owner = nullptr;
+      Key k = decode(segs[i].claimed_by);
+      auto& pool = k.kind == Key::kLink ? link_c : node_c;
+      if (auto it = pool.find(k.id); it != pool.end()) {
+        owner = &it->second;
+        owner->accepted = true;  // shield the owner from the discount
+      }
+      discount(i, 1.0);
+      if (owner) owner->accepted = false;
+    }
     for (int round = 0; round < kMaxExplanations; ++round) {
       Key best{Key::kLink, kNone};
       Candidate* bc = nullptr;
@@ -287,21 +305,10 @@ struct Engine::Impl {
       if (!bc || bc->llr < kOpenLlr) break;
       bc->accepted = true;
       accepted.emplace_back(best, *bc);
-      const double x = std::max(bc->loss, 1e-9);
-      const auto& mine = best.kind == Key::kLink ? link_segs[best.id] : node_segs[best.id];
-      std::vector<bool> certain(segs.size(), false);
-      for (uint32_t i : mine) {
-        certain[i] = true;
-        discount(i, 1.0);
-      }
-      if (best.kind != Key::kLink) continue;
-      for (uint32_t i = 0; i < segs.size(); ++i) {
-        if (certain[i] || unexplained[i] <= 0) continue;
-        double s_max = 0;
-        for (const Middle& m : segs[i].middle) {
-          if (!m.known()) s_max = std::max(s_max, shares.share(m.from, m.to, best.id));
-        }
-        if (s_max > 0) discount(i, s_max * x / (s_max * x + q0));
+      if (best.kind == Key::kLink) {
+        explainBy(best.id, std::max(bc->loss, 1e-9), link_segs, discount);
+      } else {
+        for (uint32_t i : node_segs[best.id]) discount(i, 1.0);
       }
     }
 
@@ -327,11 +334,51 @@ struct Engine::Impl {
       }
       double conf = posterior(c.llr, log_m, alt);
       seen.insert(key);
-      update(key, c, conf, now, q0, alt_name, alt);
+      if (update(key, c, conf, now, q0, alt_name, alt)) claim(key, link_segs, node_segs);
     }
     counterHypotheses(now, seen);
     miscabling(now, seen);
     expire(now, seen);
+  }
+
+  // ---- counter state of a link ---------------------------------------------
+
+  // Carrier transitions seen by the busier end over the horizon: one
+  // down/up cycle is 2; a flapping link shows at least two cycles.
+  static constexpr double kFlapChanges = 4;
+  double carrierChanges(LinkId l) const {
+    return std::max(counters.carrierChanges(topo.link(l).a), counters.carrierChanges(topo.link(l).b));
+  }
+  bool reportedDown(LinkId l) const {
+    auto a = counters.operUp(topo.link(l).a), b = counters.operUp(topo.link(l).b);
+    return (a && !*a) || (b && !*b);
+  }
+
+  // Removes from the evidence what link `d` with loss `x` explains: every
+  // segment certainly through it, and segments that may have crossed it on
+  // a stretch discovery did not see, by the posterior odds s*x / (s*x + q0).
+  template <typename Discount>
+  void explainBy(DirLinkId d, double x,
+                 std::unordered_map<uint32_t, std::vector<uint32_t>>& link_segs,
+                 Discount& discount, bool doubt_cache = false) {
+    const auto& segs = lossy.segments();
+    std::vector<bool> certain(segs.size(), false);
+    if (auto it = link_segs.find(d); it != link_segs.end()) {
+      for (uint32_t i : it->second) {
+        certain[i] = true;
+        discount(i, 1.0);
+      }
+    }
+    for (uint32_t i = 0; i < segs.size(); ++i) {
+      if (certain[i]) continue;
+      double s_max = 0;
+      for (const Middle& m : segs[i].middle) {
+        if (!m.known() || (doubt_cache && m.cached && m.from != m.to)) {
+          s_max = std::max(s_max, shares.share(m.from, m.to, d));
+        }
+      }
+      if (s_max > 0) discount(i, s_max * x / (s_max * x + background));
+    }
   }
 
   // ---- incidents -------------------------------------------------------------
@@ -365,17 +412,14 @@ struct Engine::Impl {
 
   std::string classifyLink(DirLinkId d, const Candidate& c, nlohmann::json& ev) const {
     const PortId src = topo.dirSrcPort(d), dst = topo.dirDstPort(d);
-    auto up_s = counters.operUp(src), up_d = counters.operUp(dst);
-    double carrier = counters.carrierChanges(src) + counters.carrierChanges(dst);
+    const double carrier = carrierChanges(Topology::linkOf(d));
     Tally err = counters.rxErrors(dst);
     Tally drops = counters.txDrops(src);
     ev["counters"] = {{"rx_errors_at_" + topo.portRef(dst), err.k},
                       {"tx_drops_at_" + topo.portRef(src), drops.k},
                       {"carrier_changes", carrier}};
-    if ((up_s && !*up_s) || (up_d && !*up_d)) {
-      return carrier >= 3 ? kLinkFlap : kLinkDown;
-    }
-    if (carrier >= 2) return kLinkFlap;
+    if (carrier >= kFlapChanges) return kLinkFlap;
+    if (reportedDown(Topology::linkOf(d))) return kLinkDown;
     if (err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6) return kLinkCorruption;
     if (drops.n > 0 && drops.k / drops.n >= std::max(1e-4, 0.2 * c.loss)) return kCongestion;
     if (blackholeShare(d) >= 0.7 && c.loss < 0.9) return kLinkBlackhole;
@@ -395,7 +439,23 @@ struct Engine::Impl {
     return total >= kMinLossySegments ? static_cast<double>(all_lost) / total : 0;
   }
 
-  void update(const Key& key, const Candidate& c, double conf, double now, double q0,
+  static uint64_t encode(const Key& k) { return (uint64_t{k.kind} + 1) << 32 | k.id; }
+  static Key decode(uint64_t v) {
+    return {static_cast<Key::Kind>((v >> 32) - 1), static_cast<uint32_t>(v)};
+  }
+
+  // A paged hypothesis claims the segments certainly through it.
+  void claim(const Key& key, std::unordered_map<uint32_t, std::vector<uint32_t>>& link_segs,
+             std::unordered_map<uint32_t, std::vector<uint32_t>>& node_segs) {
+    auto& segs = lossy.segments();
+    const auto& mine = key.kind == Key::kLink ? link_segs[key.id] : node_segs[key.id];
+    for (uint32_t i : mine) {
+      if (segs[i].claimed_by == 0) segs[i].claimed_by = encode(key);
+    }
+  }
+
+  // Updates the incident of an accepted hypothesis; true when it is paged.
+  bool update(const Key& key, const Candidate& c, double conf, double now, double q0,
               const std::string& alt_name, double alt_llr) {
     Tracked& t = track(key, now);
     Incident& inc = t.incident;
@@ -434,16 +494,16 @@ struct Engine::Impl {
       changed = true;
     }
     if (changed) notify(inc);
+    return inc.localized_at.has_value();
   }
 
   // Counter evidence alone: a link reported down on either end, or flapping.
   void counterHypotheses(double now, std::set<Key>& seen) {
     for (LinkId l = 0; l < topo.linkCount(); ++l) {
       const Link& link = topo.link(l);
-      auto up_a = counters.operUp(link.a), up_b = counters.operUp(link.b);
-      double carrier = counters.carrierChanges(link.a) + counters.carrierChanges(link.b);
-      bool down = (up_a && !*up_a) || (up_b && !*up_b);
-      bool flapping = carrier >= 4;  // two down/up cycles seen from both ends
+      const double carrier = carrierChanges(l);
+      const bool down = reportedDown(l);
+      const bool flapping = carrier >= kFlapChanges;
       if (!down && !flapping) continue;
       // A host with every link down and a silent agent is one host problem.
       NodeId host = kNone;
@@ -463,7 +523,7 @@ struct Engine::Impl {
       Tracked& t = track(key, now);
       Incident& inc = t.incident;
       t.last_bad = now;
-      std::string kind = flapping && !down ? kLinkFlap : (carrier >= 6 ? kLinkFlap : kLinkDown);
+      std::string kind = flapping ? kLinkFlap : kLinkDown;
       bool changed = inc.kind != kind;
       inc.kind = kind;
       inc.both_directions = true;

@@ -45,8 +45,9 @@ class BucketedTallies {
   double width() const { return width_; }
 
  private:
-  size_t slot(int64_t bucket) const {
-    return static_cast<size_t>(bucket % static_cast<int64_t>(buckets_));
+  size_t slot(int64_t bucket) const {  // buckets may be negative: t is any number
+    auto n = static_cast<int64_t>(buckets_);
+    return static_cast<size_t>(((bucket % n) + n) % n);
   }
   size_t buckets_;
   double width_;
@@ -57,10 +58,13 @@ class BucketedTallies {
 
 // The stretch of a path that discovery did not see: somewhere on the ECMP
 // paths from switch `from` to switch `to` (kNone: the path is fully known).
+// A path taken from the flow's memory rather than this record's discovery
+// is `cached`: almost always right, but stale for a window after a reroute.
 struct Middle {
   NodeId from = topology::kNone;
   NodeId to = topology::kNone;
-  bool known() const { return from == topology::kNone || from == to; }
+  bool cached = false;
+  bool known() const { return from == topology::kNone || from == to || cached; }
 };
 
 // One lossy segment of a record: its probes, losses, and the links it
@@ -72,6 +76,9 @@ struct LossySegment {
   NodeId dst_node = topology::kNone;  // the host probed (forward segments)
   bool forward = true;
   Middle middle[2];  // unseen stretches (forward, reverse)
+  // Once an incident pages on a hypothesis, the segments it explained stay
+  // its own: later passes never blame them on anything else (see engine).
+  uint64_t claimed_by = 0;  // 0: unclaimed
 };
 
 class LossyStore {
@@ -81,6 +88,7 @@ class LossyStore {
   // Forgets segments older than `oldest`.
   void expire(double oldest);
   const std::deque<LossySegment>& segments() const { return segments_; }
+  std::deque<LossySegment>& segments() { return segments_; }
   std::span<const DirLinkId> linksOf(const LossySegment& s) const {
     return {links_.data() + (s.links_begin - base_), s.links_end - s.links_begin};
   }

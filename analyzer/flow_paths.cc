@@ -7,13 +7,7 @@ namespace netdiag::analyzer {
 using topology::DirLinkId;
 using topology::kNone;
 
-FlowPaths::FlowPaths(const topology::Topology& topo)
-    : topo_(topo), down_(topo.linkCount(), false) {}
-
-bool FlowPaths::usable(const std::vector<DirLinkId>& path) const {
-  return std::none_of(path.begin(), path.end(),
-                      [&](DirLinkId d) { return down_[topology::Topology::linkOf(d)]; });
-}
+FlowPaths::FlowPaths(const topology::Topology& topo) : topo_(topo) {}
 
 Middle FlowPaths::accessOnly(topology::PortId src, topology::PortId dst,
                              std::vector<DirLinkId>& out) const {
@@ -40,7 +34,7 @@ Middle FlowPaths::forwardLinks(const telemetry::ProbeRecord& r, std::vector<DirL
   if (!r.path.empty()) {
     // A prefix: the cached path extends it when they agree.
     if (it != cache_.end() && it->second.size() >= r.path.size() &&
-        std::equal(r.path.begin(), r.path.end(), it->second.begin()) && usable(it->second)) {
+        std::equal(r.path.begin(), r.path.end(), it->second.begin())) {
       out = it->second;
       return {};
     }
@@ -55,9 +49,12 @@ Middle FlowPaths::forwardLinks(const telemetry::ProbeRecord& r, std::vector<DirL
     }
     return m;
   }
-  if (it != cache_.end() && usable(it->second)) {
+  if (it != cache_.end()) {
     out = it->second;
-    return {};
+    std::vector<DirLinkId> access;
+    Middle m = accessOnly(r.src, r.dst, access);
+    m.cached = true;
+    return m;
   }
   return accessOnly(r.src, r.dst, out);
 }

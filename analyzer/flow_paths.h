@@ -3,7 +3,9 @@
 // What is known of each flow's path. ECMP hashes a flow's 5-tuple the same
 // way every time, so a path discovered once holds for the flow's later
 // records that carry none, until the path changes: a new discovery replaces
-// it, and a link reported down invalidates every cached path through it.
+// it, and a partial discovery that disagrees with it drops it. (A cached
+// path may be stale for one window after a reroute; clean records on it
+// then exonerate links the flow no longer crosses, which costs little.)
 // Without any discovery, only a flow's access links are certain.
 
 #include <cstdint>
@@ -26,7 +28,6 @@ class FlowPaths {
   Middle forwardLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out);
   Middle reverseLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out) const;
 
-  void markDown(topology::LinkId link, bool down) { down_[link] = down; }
   size_t cachedFlows() const { return cache_.size(); }
 
  private:
@@ -41,14 +42,12 @@ class FlowPaths {
       return static_cast<size_t>(h ^ (k.flow * 0xc2b2ae3d27d4eb4full));
     }
   };
-  bool usable(const std::vector<topology::DirLinkId>& path) const;
   // Only the two access links are certain; the switches between are unseen.
   Middle accessOnly(topology::PortId src, topology::PortId dst,
                     std::vector<topology::DirLinkId>& out) const;
 
   const topology::Topology& topo_;
   std::unordered_map<Key, std::vector<topology::DirLinkId>, KeyHash> cache_;
-  std::vector<bool> down_;
 };
 
 }  // namespace netdiag::analyzer

@@ -41,6 +41,14 @@ double ResolvedFault::flapDownFraction(double a, double b) const {
   return down / (b - a);
 }
 
+bool ResolvedFault::linkDownAt(double t) const {
+  if (!activeAt(t)) return false;
+  if (kind == "link_down") return true;
+  if (kind != "link_flap") return false;
+  double into = std::fmod(t - onset, period_s);
+  return into < down_s;
+}
+
 std::vector<ResolvedFault> resolveFaults(const Topology& topo, const Scenario& scenario,
                                          uint64_t seed, std::vector<Diagnostic>& errors) {
   std::vector<ResolvedFault> out;

@@ -25,6 +25,8 @@ struct ResolvedFault {
   // Fraction of (a, b] during which a flapping link is down.
   double flapDownFraction(double a, double b) const;
   bool activeAt(double t) const { return t >= onset && t < end; }
+  // A link_down or link_flap fault holding its link down at time t.
+  bool linkDownAt(double t) const;
 };
 
 // Resolves every fault; appends errors (file:line) for names the topology

@@ -150,16 +150,14 @@ struct Simulator::Impl {
     }
   }
 
-  // Links down for the whole window leave the routed graph (routing has
-  // converged); links down for part of it keep their flows, which lose the
-  // probes sent while it was down.
-  void updateRouting(double a, double b) {
+  // Routing lags by at most one window: a link down when the window starts
+  // is out of the routed graph for all of it (flows use the other paths,
+  // even if it comes back mid-window); a link up at the start keeps its
+  // flows, which lose the probes sent while it is down.
+  void updateRouting(double a) {
     std::vector<bool> down(topo.linkCount(), false);
     for (const ResolvedFault& f : faults) {
-      double frac = 0;
-      if (f.kind == "link_down") frac = f.activeFraction(a, b);
-      if (f.kind == "link_flap") frac = f.flapDownFraction(a, b);
-      if (frac >= 1.0 - 1e-9) down[Topology::linkOf(f.link)] = true;
+      if (f.linkDownAt(a)) down[Topology::linkOf(f.link)] = true;
     }
     if (down == routed_down) return;
     for (LinkId l = 0; l < topo.linkCount(); ++l) {
@@ -497,7 +495,7 @@ struct Simulator::Impl {
       releaseLate(t, sink);
       if (j < phases) continue;  // no agent has a full window yet
       const double a = t - window;
-      updateRouting(a, t);
+      updateRouting(a);
       updateLinkState(a, t);
       const auto phase = static_cast<uint32_t>(j % phases);
       for (size_t i = 0; i < flows.size(); ++i) {
