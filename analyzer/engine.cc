@@ -10,6 +10,7 @@
 #include "analyzer/ecmp_shares.h"
 #include "analyzer/evidence.h"
 #include "analyzer/flow_paths.h"
+#include "analyzer/latency.h"
 #include "analyzer/stats.h"
 
 namespace netdiag::analyzer {
@@ -31,6 +32,10 @@ constexpr int kMaxExplanations = 64;
 // A host is "unreachable" only when most probes to it die; a few extra
 // losses on its flows are a link's business.
 constexpr double kMinHostLoss = 0.2;
+// Latency: flows across a link at least this much slower than their peers,
+// by at least this many standard scores, make it a latency suspect.
+constexpr double kMinAddedLatencyUs = 50;
+constexpr double kMinLatencyZ = 8;
 
 // A hypothesis: one directed link is lossy, or one host drops what is sent
 // to it (a dead responder, a rebooting host).
@@ -62,6 +67,7 @@ struct Engine::Impl {
   BucketedTallies from_port;  // per source host port: all its probes (background)
   PortCounters counters;
   LossyStore lossy;
+  LatencyEvidence latency;
   std::vector<std::string> lldp_neighbor;  // last LLDP neighbour per port
   std::vector<bool> lldp_mismatch;
 
@@ -84,6 +90,7 @@ struct Engine::Impl {
         to_node(t.nodeCount(), buckets, c.bucket_s),
         from_port(t.portCount(), buckets, c.bucket_s),
         counters(t.portCount(), buckets, c.bucket_s),
+        latency(t.dirLinkCount(), buckets, c.bucket_s),
         lldp_neighbor(t.portCount()),
         lldp_mismatch(t.portCount(), false) {}
 
@@ -124,6 +131,13 @@ struct Engine::Impl {
     Middle fwd_mid = flows.forwardLinks(r, fwd);
     Middle rev_mid = flows.reverseLinks(r, rev);
     to_node.add(dst_node, r.t, r.sent, r.lost);
+    if (r.hasRtt() && fwd_mid.known() && rev_mid.from != rev_mid.to) {
+      // Round trip over a known forward path; the return is taken to have as
+      // many hops, as in the symmetric Clos fabrics this tool targets.
+      both = fwd;
+      both.insert(both.end(), rev.begin(), rev.end());
+      latency.add(r.t, r.rtt_us_p50, fwd.size(), both, rev_mid);
+    }
     from_port.add(r.src, r.t, r.sent, r.lost);
     if (r.hasOneWay()) {
       addSegment(r.t, r.sent, *r.lost_fwd, fwd, dst_node, true, fwd_mid);
@@ -336,6 +350,7 @@ struct Engine::Impl {
       seen.insert(key);
       if (update(key, c, conf, now, q0, alt_name, alt)) claim(key, link_segs, node_segs);
     }
+    latencyHypotheses(now, seen, log_m);
     counterHypotheses(now, seen);
     miscabling(now, seen);
     expire(now, seen);
@@ -495,6 +510,39 @@ struct Engine::Impl {
     }
     if (changed) notify(inc);
     return inc.localized_at.has_value();
+  }
+
+  // Latency-only degradation, for links no loss hypothesis already covers.
+  void latencyHypotheses(double now, std::set<Key>& seen, double log_m) {
+    latency.advanceTo(now, cfg.horizon_s);
+    auto share = [this](NodeId from, NodeId to, DirLinkId d) { return shares.share(from, to, d); };
+    for (const SlowLink& s : latency.slowLinks(kMinAddedLatencyUs, kMinLatencyZ, share)) {
+      Key key{Key::kLink, s.link};
+      if (!seen.insert(key).second) continue;
+      Tracked& t = track(key, now);
+      Incident& inc = t.incident;
+      t.last_bad = now;
+      // z standard scores of a mean are a log-likelihood ratio of z^2 / 2.
+      double conf = posterior(s.z * s.z / 2, log_m, -INFINITY);
+      bool changed = inc.kind != kLinkLatency;
+      inc.kind = kLinkLatency;
+      inc.confidence = conf;
+      inc.loss_ratio = 0;
+      inc.evidence = {
+          {"method", "excess round-trip time over same-length paths, explained away"},
+          {"summary", topo.dirLinkName(s.link) + ": flows crossing it are " +
+                          std::to_string(static_cast<int64_t>(s.added_us)) +
+                          " us slower than flows on paths of the same length"},
+          {"added_latency_us", s.added_us},
+          {"z", s.z},
+          {"records", s.records}};
+      t.strong_passes = conf >= cfg.page_confidence ? t.strong_passes + 1 : 0;
+      if (!inc.localized_at && t.strong_passes >= 2) {
+        inc.localized_at = now;
+        changed = true;
+      }
+      if (changed) notify(inc);
+    }
   }
 
   // Counter evidence alone: a link reported down on either end, or flapping.

@@ -1,0 +1,292 @@
+// Whole-process run of the localization engine at scale (issue #4 targets
+// (c) and (d)): builds a fabric (by default the 102,400-host-port rail
+// fabric), plans it, simulates a gray-loss scenario (1 % loss on a random
+// leaf->spine link from `--onset`) for DURATION_S seconds and feeds every
+// record straight into analyzer::Engine, in-process. Prints wall time, the
+// engine's own time, probe records/s through the engine, the localization
+// passes (count, slowest, mean), RSS over time and at the end, and the
+// incidents found against the scenario's truth.
+//
+//   analyzer_scale DURATION_S [--fabric SPEC] [--onset S] [--seed N]
+//                  [--count-first] [--rss-every N]
+//
+// The engine's time is taken inside a wrapping sink around every call (TSC
+// ticks, calibrated against the wall clock over the run): a pass runs inside
+// the first call of a new 5 s interval, so the call during which
+// stats().passes grows is that pass (plus one record). --count-first runs
+// the same simulation into a counting sink first, for the simulator's own
+// time (wall of the engine run minus it is another estimate of the engine's).
+
+#include <sys/resource.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/engine.h"
+#include "planner/plan.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+
+namespace {
+
+using namespace netdiag;
+using Clock = std::chrono::steady_clock;
+
+double peakRssMiB() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+double currentRssMiB() {
+  std::ifstream in("/proc/self/statm");
+  long pages = 0, resident = 0;
+  in >> pages >> resident;
+  return static_cast<double>(resident) * 4096.0 / (1024.0 * 1024.0);
+}
+
+struct Count : telemetry::RecordSink {
+  uint64_t probes = 0, ports = 0, lldp = 0;
+  void onProbe(const telemetry::ProbeRecord&) override { ++probes; }
+  void onPort(const telemetry::PortRecord&) override { ++ports; }
+  void onLldp(const telemetry::LldpRecord&) override { ++lldp; }
+};
+
+// Times every call into the engine; calls that ran a pass are kept apart.
+struct Timed : telemetry::RecordSink {
+  analyzer::Engine& engine;
+  int rss_every;
+  uint64_t ticks = 0;           // all engine calls
+  uint64_t pass_ticks = 0;      // calls that ran a pass
+  uint64_t max_pass_ticks = 0;
+  double max_pass_at = 0;
+  uint64_t max_other_ticks = 0;  // slowest call without a pass
+  uint64_t passes = 0;
+  double t = 0;
+  struct Sample {
+    double t, rss_mib, pass_ms_ticks;
+  };
+  std::vector<Sample> samples;
+  std::vector<uint64_t> pass_list;
+
+  Timed(analyzer::Engine& e, int every) : engine(e), rss_every(every) {}
+
+  template <typename F>
+  void timed(double rt, F&& f) {
+    const uint64_t before = engine.stats().passes;
+    const uint64_t a = __rdtsc();
+    f();
+    const uint64_t dt = __rdtsc() - a;
+    ticks += dt;
+    t = rt;
+    if (engine.stats().passes != before) {
+      ++passes;
+      pass_ticks += dt;
+      pass_list.push_back(dt);
+      if (dt > max_pass_ticks) max_pass_ticks = dt, max_pass_at = rt;
+      if (rss_every > 0 && passes % static_cast<uint64_t>(rss_every) == 0) {
+        samples.push_back({rt, currentRssMiB(), static_cast<double>(dt)});
+      }
+    } else {
+      max_other_ticks = std::max(max_other_ticks, dt);
+    }
+  }
+  void onProbe(const telemetry::ProbeRecord& r) override {
+    timed(r.t, [&] { engine.onProbe(r); });
+  }
+  void onPort(const telemetry::PortRecord& r) override {
+    timed(r.t, [&] { engine.onPort(r); });
+  }
+  void onLldp(const telemetry::LldpRecord& r) override {
+    timed(r.t, [&] { engine.onLldp(r); });
+  }
+};
+
+double secs(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s DURATION_S [--fabric SPEC] [--onset S] [--seed N] [--count-first] "
+                 "[--rss-every N]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::string fabric =
+      "rail:sus=400,hosts_per_su=32,rails=8,spines=32,leaf_uplinks=32,cores=16";
+  double onset = 10;
+  uint64_t seed = 1;
+  bool count_first = false;
+  int rss_every = 12;  // one sample a minute of log time
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--count-first") {
+      count_first = true;
+    } else if (i + 1 < argc && a == "--fabric") {
+      fabric = argv[++i];
+    } else if (i + 1 < argc && a == "--onset") {
+      onset = std::atof(argv[++i]);
+    } else if (i + 1 < argc && a == "--seed") {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (i + 1 < argc && a == "--rss-every") {
+      rss_every = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+
+  sim::Scenario sc;
+  sc.name = "gray_loss";
+  sc.duration_s = std::atof(argv[1]);
+  if (!sim::parseFabricSpec(fabric, sc.fabric).empty()) return 2;
+  sim::FaultSpec f;
+  f.kind = "link_loss";
+  f.link.from = "leaf";
+  f.link.to = "spine";
+  f.loss = 0.01;
+  f.onset = onset;
+  sc.faults.push_back(f);
+
+  auto t0 = Clock::now();
+  std::vector<topology::Diagnostic> errors;
+  auto topo = sim::buildFabric(sc.fabric, errors);
+  if (!topo) return 2;
+  planner::Plan plan = planner::makePlan(*topo, sc.budget, {}, seed);
+  sim::SimOptions opt;
+  opt.seed = seed;
+  auto t1 = Clock::now();
+  std::fprintf(stderr, "fabric + plan: %.2f s, rss %.0f MiB\n", secs(t0, t1), currentRssMiB());
+
+  double count_run_s = NAN;
+  if (count_first) {
+    auto counting = sim::Simulator::create(*topo, sc, plan, opt, errors);
+    if (!counting) {
+      std::fprintf(stderr, "%s\n", errors[0].str().c_str());
+      return 2;
+    }
+    Count c;
+    auto a = Clock::now();
+    counting->run(c);
+    count_run_s = secs(a, Clock::now());
+    std::fprintf(stderr, "simulator alone (counting sink): %.2f s, %llu probe records\n",
+                 count_run_s, static_cast<unsigned long long>(c.probes));
+  }
+
+  auto simulator = sim::Simulator::create(*topo, sc, plan, opt, errors);
+  if (!simulator) {
+    std::fprintf(stderr, "%s\n", errors[0].str().c_str());
+    return 2;
+  }
+  auto t2 = Clock::now();
+  const double rss_before_engine = currentRssMiB();
+  const double peak_before_engine = peakRssMiB();
+  std::fprintf(stderr, "simulator ready: %.2f s, rss %.0f MiB (peak %.0f)\n", secs(t1, t2),
+               rss_before_engine, peak_before_engine);
+
+  analyzer::Engine engine(*topo);
+  std::vector<std::string> events;
+  engine.onIncidentChange([&](const analyzer::Incident& i) {
+    if (events.size() < 200) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf, "  event t=%.0f %s %s %s localized=%s resolved=%s conf=%.4f",
+                    engine.report().generated_at, i.id.c_str(), i.kind.c_str(),
+                    i.link != topology::kNone ? topo->dirLinkName(i.link).c_str()
+                    : i.node != topology::kNone ? topo->node(i.node).name.c_str()
+                                                : "-",
+                    i.localized_at ? std::to_string(*i.localized_at).c_str() : "no",
+                    i.resolved_at ? std::to_string(*i.resolved_at).c_str() : "no", i.confidence);
+      events.push_back(buf);
+    }
+  });
+  auto t3 = Clock::now();
+  const double rss_engine_built = currentRssMiB();
+  Timed timed(engine, rss_every);
+  const uint64_t tsc0 = __rdtsc();
+  simulator->run(timed);
+  const uint64_t tsc1 = __rdtsc();
+  auto t4 = Clock::now();
+  const double run_s = secs(t3, t4);
+  const double tick_s = run_s / static_cast<double>(tsc1 - tsc0);
+  const double engine_s = static_cast<double>(timed.ticks) * tick_s;
+  const double pass_s = static_cast<double>(timed.pass_ticks) * tick_s;
+
+  const auto& st = engine.stats();
+  const auto& ss = simulator->stats();
+  std::vector<uint64_t> pl = timed.pass_list;
+  std::sort(pl.begin(), pl.end());
+  auto pct = [&](double q) {
+    return pl.empty() ? 0.0
+                      : static_cast<double>(pl[static_cast<size_t>(q * static_cast<double>(pl.size() - 1))]) *
+                            tick_s;
+  };
+
+  std::fprintf(stderr, "engine built: %.2f s, rss %.0f MiB\n", secs(t2, t3), rss_engine_built);
+  for (const auto& s : timed.samples) {
+    std::fprintf(stderr, "  t=%6.0f s  rss %6.0f MiB  pass %.1f ms\n", s.t, s.rss_mib,
+                 s.pass_ms_ticks * tick_s * 1e3);
+  }
+  for (const auto& e : events) std::fprintf(stderr, "%s\n", e.c_str());
+
+  // The truth: which link was faulted, and did an incident name it?
+  std::string truth_link;
+  for (const auto& item : simulator->truth().faults) truth_link = item.link;
+  analyzer::Report report = engine.report();
+  std::string found = "no";
+  double localized_at = NAN;
+  int link_incidents = 0, localized_incidents = 0;
+  for (const auto& inc : report.incidents) {
+    std::string name = inc.link != topology::kNone ? topo->dirLinkName(inc.link)
+                       : inc.node != topology::kNone ? topo->node(inc.node).name
+                                                     : "-";
+    std::fprintf(stderr, "incident %s %s %s opened %.0f localized %s resolved %s conf %.4f loss %.4g\n",
+                 inc.id.c_str(), inc.kind.c_str(), name.c_str(), inc.opened_at,
+                 inc.localized_at ? std::to_string(*inc.localized_at).c_str() : "-",
+                 inc.resolved_at ? std::to_string(*inc.resolved_at).c_str() : "-", inc.confidence,
+                 inc.loss_ratio);
+    link_incidents += inc.link != topology::kNone;
+    localized_incidents += inc.localized_at.has_value();
+    if (inc.link != topology::kNone && name == truth_link && inc.localized_at) {
+      found = "yes";
+      localized_at = std::isnan(localized_at) ? *inc.localized_at
+                                              : std::min(localized_at, *inc.localized_at);
+    }
+  }
+  std::fprintf(stderr, "truth: %s from %.0f s\n", truth_link.c_str(), onset);
+
+  std::printf(
+      "{\"fabric\": \"%s\", \"duration_s\": %.0f, \"flows\": %llu, \"setup_s\": %.2f, "
+      "\"sim_plus_engine_s\": %.2f, \"sim_alone_s\": %.2f, \"engine_s\": %.2f, "
+      "\"engine_pass_s\": %.2f, \"engine_ingest_s\": %.2f, \"probe_records\": %llu, "
+      "\"records\": %llu, \"engine_probe_records_per_s\": %.0f, "
+      "\"engine_ingest_only_records_per_s\": %.0f, \"passes\": %llu, \"pass_max_s\": %.3f, "
+      "\"pass_max_at\": %.0f, \"pass_mean_s\": %.3f, \"pass_p50_s\": %.3f, \"pass_p90_s\": %.3f, "
+      "\"max_nonpass_call_ms\": %.3f, \"rss_before_engine_mib\": %.0f, \"rss_end_mib\": %.0f, "
+      "\"peak_rss_mib\": %.0f, \"incidents\": %zu, \"link_incidents\": %d, "
+      "\"localized_incidents\": %d, \"fault_link\": \"%s\", \"fault_localized\": \"%s\", "
+      "\"localized_at\": %.0f, \"onset\": %.0f}\n",
+      fabric.c_str(), sc.duration_s, static_cast<unsigned long long>(ss.flows), secs(t0, t2),
+      run_s, count_run_s, engine_s, pass_s, engine_s - pass_s,
+      static_cast<unsigned long long>(ss.probe_records),
+      static_cast<unsigned long long>(ss.probe_records + ss.port_records + ss.lldp_records),
+      static_cast<double>(st.probes) / engine_s,
+      static_cast<double>(st.probes + st.ports + st.lldp) / (engine_s - pass_s),
+      static_cast<unsigned long long>(timed.passes),
+      static_cast<double>(timed.max_pass_ticks) * tick_s, timed.max_pass_at,
+      timed.passes ? pass_s / static_cast<double>(timed.passes) : 0.0, pct(0.5), pct(0.9),
+      static_cast<double>(timed.max_other_ticks) * tick_s * 1e3, rss_before_engine,
+      currentRssMiB(), peakRssMiB(), report.incidents.size(), link_incidents, localized_incidents,
+      truth_link.c_str(), found.c_str(), localized_at, onset);
+  return 0;
+}
