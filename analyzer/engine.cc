@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -672,6 +673,30 @@ struct Engine::Impl {
     }
   }
 
+  void restore(const std::vector<Incident>& incidents) {
+    for (const Incident& i : incidents) {
+      if (i.id.rfind("inc-", 0) == 0) {
+        next_id = std::max<uint64_t>(next_id, std::strtoull(i.id.c_str() + 4, nullptr, 10) + 1);
+      }
+      Key key{Key::kLink, i.link};
+      if (i.node != kNone) key = {Key::kNode, i.node};
+      if (!i.ports.empty()) {
+        NodeId n = topo.port(i.ports.front()).node;
+        auto [it, inserted] = miscabling_ids.emplace(n, miscabling_groups.size());
+        if (inserted) miscabling_groups.push_back({});
+        key = {Key::kPorts, it->second};
+      }
+      if (i.resolved_at || key.id == kNone || tracked.contains(key)) {
+        history.push_back(i);
+        continue;
+      }
+      Tracked t;
+      t.incident = i;
+      t.last_bad = i.localized_at.value_or(i.opened_at);
+      tracked.emplace(key, t);
+    }
+  }
+
   Report report() const {
     Report r;
     r.generated_at = newest == -INFINITY ? 0 : newest;
@@ -693,6 +718,8 @@ void Engine::onPort(const PortRecord& r) { impl_->port(r); }
 void Engine::onLldp(const LldpRecord& r) { impl_->lldp(r); }
 Report Engine::report() const { return impl_->report(); }
 const IngestStats& Engine::stats() const { return impl_->stats; }
+void Engine::restore(const std::vector<Incident>& incidents) { impl_->restore(incidents); }
+
 void Engine::onIncidentChange(std::function<void(const Incident&)> callback) {
   impl_->listeners.push_back(std::move(callback));
 }

@@ -56,6 +56,11 @@ class Engine : public telemetry::RecordSink {
   // Called whenever an incident opens or changes state (for persistence).
   void onIncidentChange(std::function<void(const Incident&)> callback);
 
+  // Continues from incidents an earlier run persisted: open ones are tracked
+  // again (they can still localize and resolve), closed ones stay in the
+  // history, and new ids continue after the highest. Call before ingesting.
+  void restore(const std::vector<Incident>& incidents);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -7,6 +7,9 @@
 #include <memory>
 
 #include "analyzer/engine.h"
+#include "analyzer/persist.h"
+#include "store/incident_store.h"
+#include "store/migrations.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -21,6 +24,7 @@ struct ReplayOptions {
   std::string telemetry = "-";
   bool json = false;
   bool strict = false;
+  std::string db;
 };
 
 std::string timeText(const std::optional<double>& t) {
@@ -68,6 +72,24 @@ int runReplay(const ReplayOptions& o) {
     in = &file;
   }
   analyzer::Engine engine(topo);
+  std::optional<store::Database> db;
+  if (!o.db.empty()) {
+    // A restarted analyzer keeps its incidents: load them, continue, save.
+    auto opened = store::openAndMigrate(o.db);
+    if (!opened) {
+      std::cerr << "netdiag replay: " << opened.message() << '\n';
+      return kExitError;
+    }
+    db.emplace(std::move(*opened));
+    auto rows = store::loadIncidents(*db);
+    if (!rows) {
+      std::cerr << "netdiag replay: " << rows.message() << '\n';
+      return kExitError;
+    }
+    std::vector<std::string> problems;
+    engine.restore(analyzer::fromRows(topo, *rows, problems));
+    for (const auto& p : problems) std::cerr << "netdiag replay: " << o.db << ": " << p << '\n';
+  }
   telemetry::ReadStats stats;
   telemetry::ReadOptions ro;
   ro.strict = o.strict;
@@ -84,6 +106,18 @@ int runReplay(const ReplayOptions& o) {
     return kExitError;
   }
   analyzer::Report report = engine.report();
+  if (db) {
+    std::vector<store::IncidentRow> rows;
+    for (const auto& i : report.incidents) {
+      rows.push_back(analyzer::toRow(topo, i, report.generated_at));
+    }
+    auto saved = store::upsertIncidents(*db, rows);
+    if (!saved) {
+      std::cerr << "netdiag replay: cannot save incidents to " << o.db << ": " << saved.message()
+                << '\n';
+      return kExitError;
+    }
+  }
   if (o.json) {
     std::cout << analyzer::reportToJson(topo, report).dump(2) << '\n';
   } else {
@@ -112,6 +146,8 @@ void addReplayCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the incident report (formats.md §3) as JSON");
   cmd->add_flag("--strict", o->strict, "Stop at the first bad line");
+  cmd->add_option("--db", o->db,
+                  "SQLite file: continue from the incidents saved there, and save them back");
   cmd->callback([o, &exit_code] { exit_code = runReplay(*o); });
 }
 
