@@ -554,15 +554,12 @@ struct Engine::Impl {
       const bool down = reportedDown(l);
       const bool flapping = carrier >= kFlapChanges;
       if (!down && !flapping) continue;
-      // A host with every link down and a silent agent is one host problem.
+      // Every link of a host down is usually the host going down (a reboot):
+      // said in the evidence, while the incident names what is certain, the
+      // link (formats.md §4 counts it for a rebooting host too).
       NodeId host = kNone;
       for (PortId p : {link.a, link.b}) {
         if (topo.node(topo.port(p).node).isHost()) host = topo.port(p).node;
-      }
-      if (down && host != kNone && allLinksDown(host)) {
-        Key key{Key::kNode, host};
-        if (seen.insert(key).second) hostDown(key, now);
-        continue;
       }
       DirLinkId d = 2 * l;
       Key key{Key::kLink, d};
@@ -582,6 +579,10 @@ struct Engine::Impl {
                       {"summary", topo.portRef(link.a) + " / " + topo.portRef(link.b) +
                                       (down ? " reported oper down" : " carrier flapping")},
                       {"carrier_changes", carrier}};
+      if (down && host != kNone && allLinksDown(host)) {
+        inc.evidence["host"] = "every link of " + topo.node(host).name +
+                               " is down: the host itself is likely down or rebooting";
+      }
       if (!inc.localized_at) {
         inc.localized_at = now;
         changed = true;
@@ -598,25 +599,6 @@ struct Engine::Impl {
       if (!up || *up) return false;
     }
     return true;
-  }
-
-  void hostDown(const Key& key, double now) {
-    Tracked& t = track(key, now);
-    Incident& inc = t.incident;
-    t.last_bad = now;
-    bool changed = inc.kind != kHostUnreachable;
-    inc.kind = kHostUnreachable;
-    inc.confidence = 0.999;
-    inc.loss_ratio = 1.0;
-    inc.evidence = {{"method", "port counters"},
-                    {"summary", "every link of " + topo.node(key.id).name +
-                                    " reported down by its neighbours: the host is down or "
-                                    "rebooting"}};
-    if (!inc.localized_at) {
-      inc.localized_at = now;
-      changed = true;
-    }
-    if (changed) notify(inc);
   }
 
   // LLDP: ports whose neighbour disagrees with the topology, one incident per

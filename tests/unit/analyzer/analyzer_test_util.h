@@ -113,8 +113,12 @@ inline void expectContract(const Topology& topo, const Report& report) {
     EXPECT_GE(i["loss_ratio"].get<double>(), 0.0);
     EXPECT_TRUE(i["evidence"].is_object());
     const double opened = i["opened_at"];
-    if (i["localized_at"].is_number()) EXPECT_GE(i["localized_at"].get<double>(), opened);
-    if (i["resolved_at"].is_number()) EXPECT_GE(i["resolved_at"].get<double>(), opened);
+    if (i["localized_at"].is_number()) {
+      EXPECT_GE(i["localized_at"].get<double>(), opened);
+    }
+    if (i["resolved_at"].is_number()) {
+      EXPECT_GE(i["resolved_at"].get<double>(), opened);
+    }
     if (i["localized_at"].is_number() && i["resolved_at"].is_number()) {
       EXPECT_GE(i["resolved_at"].get<double>(), i["localized_at"].get<double>());
     }
@@ -132,7 +136,9 @@ inline void expectContract(const Topology& topo, const Report& report) {
       EXPECT_FALSE(i["ports"].empty());
       for (const json& p : i["ports"]) EXPECT_TRUE(topo.findPort(p.get<std::string>()));
     }
-    if (i.contains("both_directions")) EXPECT_TRUE(i["both_directions"].is_boolean());
+    if (i.contains("both_directions")) {
+      EXPECT_TRUE(i["both_directions"].is_boolean());
+    }
   }
   // The scorer (and so `netdiag score`) reads it back.
   std::string error;
@@ -204,8 +210,8 @@ inline bool crosses(const std::vector<DirLinkId>& path, DirLinkId d) {
 }
 
 // Every host port probes every host port on another leaf, one flow per
-// spine (flow id 40000 + spine) with a fixed path; the reply takes the next
-// spine (so the two directions of a link see different flows). Losses are
+// spine (flow id 40000 + spine) with a fixed path; the reply takes a spine
+// hashed from the flow (so the two directions of a link see different flows). Losses are
 // deterministic: a link losing fraction p loses round(p * n) of the n probes
 // that reach it.
 struct Mesh {
@@ -225,6 +231,17 @@ struct Mesh {
   bool pathless_twins = false;
 
   explicit Mesh(const Fabric& fabric) : f(fabric) {}
+
+  // The reply's spine: a hash of the flow, as ECMP would pick it, so that
+  // the two directions of a link never see the same set of flows.
+  size_t replySpine(PortId src, PortId dst, size_t spine) const {
+    uint64_t h = (uint64_t{src} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{dst} * 0xc2b2ae3d27d4eb4full) ^
+                 (uint64_t{spine} * 0x165667b19e3779f9ull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return static_cast<size_t>(h % f.spines.size());
+  }
 
   uint32_t lose(uint32_t n, const std::vector<DirLinkId>& path) const {
     double pass = 1;
@@ -258,7 +275,7 @@ struct Mesh {
     r.flow = flow;
     r.sent = sent;
     const auto fwd = routeUp(src, dst, spine);
-    const auto rev = routeUp(dst, src, spine + 1);
+    const auto rev = routeUp(dst, src, replySpine(src, dst, spine));
     if (dead.contains(dst)) {
       r.lost = sent;
       if (with_path) r.path = fwd;
@@ -288,7 +305,7 @@ struct Mesh {
       for (PortId d : f.hosts) {
         if (f.leafOf(s) == f.leafOf(d)) continue;
         for (size_t sp = 0; sp < f.spines.size(); ++sp) {
-          if (keep && !keep(f.route(s, d, sp), f.route(d, s, sp + 1))) continue;
+          if (keep && !keep(f.route(s, d, sp), f.route(d, s, replySpine(s, d, sp)))) continue;
           bool known = !path_known || path_known(s, d, sp);
           out.emplace_back(make(t, s, d, 40000 + sp, sp, known));
           if (pathless_twins) out.emplace_back(make(t, s, d, 40100 + sp, sp, false));

@@ -1,0 +1,473 @@
+// The engine's evidence rules, one at a time, on small hand-built record
+// streams over a 2-spine, 4-leaf, 8-host fabric: a lossy directed link is
+// localized in the right direction; clean flows and explaining-away clear
+// the links that only share flows with it; flows without paths are explained
+// by ECMP shares; one-way losses pick the direction of an access link; port
+// counters make link_down, link_flap, link_corruption and congestion; a dead
+// responder is a host, not a link; LLDP mismatches are miscabling; late
+// records count; incidents localize, then resolve, without flapping.
+
+#include <functional>
+#include <map>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzer/analyzer_test_util.h"
+
+namespace netdiag::analyzer::testing {
+namespace {
+
+using ::testing::UnorderedElementsAre;
+
+// Builds a stream: every 5 s a probe window of `mesh` (after `at` may change
+// it for that window), and every 10 s the counters of every linked port
+// (after `tweak` may change a port's).
+struct Script {
+  Fabric& f;
+  Mesh mesh;
+  std::function<void(double t, Mesh&)> at;
+  std::function<void(double t, PortId p, Counters&)> tweak;
+  bool counters = true;
+  std::map<PortId, Counters> state;
+
+  explicit Script(Fabric& fabric) : f(fabric), mesh(fabric) {}
+
+  std::vector<Record> build(double end, double start = 0) {
+    std::vector<Record> out;
+    for (double t : windows(start, end)) {
+      if (at) at(t, mesh);
+      mesh.window(t, out);
+      if (!counters || std::fmod(t, 10) != 0) continue;
+      for (PortId p = 0; p < f.t.portCount(); ++p) {
+        if (f.t.port(p).link == kNone) continue;
+        Counters& c = state[p];
+        c.rx += 1'000'000;
+        c.tx += 1'000'000;
+        if (tweak) tweak(t, p, c);
+        out.emplace_back(portRecord(t, p, c));
+      }
+    }
+    return out;
+  }
+};
+
+std::vector<Incident> linkIncidents(const Report& r) {
+  std::vector<Incident> out;
+  for (const Incident& i : localized(r)) {
+    if (i.isLinkFault()) out.push_back(i);
+  }
+  return out;
+}
+
+// ---- probe evidence ----------------------------------------------------------
+
+TEST(EngineRules, LossyDirectedLinkWithKnownPathsIsLocalizedInItsDirectionOnly) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("leaf1:swp3->spine1:swp1");
+  s.mesh.loss[bad] = 0.02;
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].kind, kLinkLoss);
+  EXPECT_EQ(f.t.dirLinkName(pos[0].link), "leaf1:swp3->spine1:swp1");
+  EXPECT_FALSE(pos[0].both_directions);
+  EXPECT_NEAR(pos[0].loss_ratio, 0.02, 0.005);
+  EXPECT_GE(pos[0].confidence, 0.99);
+  EXPECT_LE(*pos[0].localized_at, 30);
+  EXPECT_FALSE(pos[0].resolved_at);
+  // Nothing else is even suspected: every opened incident is this link's.
+  for (const Incident& i : r.incidents) EXPECT_EQ(i.link, bad) << describe(f.t, r);
+}
+
+TEST(EngineRules, ReverseDirectionIsBlamedWhenItIsTheBadOne) {
+  Fabric f;
+  Script s(f);
+  s.mesh.loss[f.dl("spine2:swp3->leaf3:swp4")] = 0.02;
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(f.t.dirLinkName(pos[0].link), "spine2:swp3->leaf3:swp4");
+  EXPECT_FALSE(pos[0].both_directions);
+}
+
+// spine1->leaf2 carries ONLY flows that also cross the bad leaf1->spine1
+// (every flow on it is lossy, at the bad link's rate): explaining-away must
+// give all of it to leaf1->spine1, which has more lossy flows.
+TEST(EngineRules, ExplainingAwayClearsALinkWhoseLossyFlowsAllCrossTheBadOne) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("leaf1:swp3->spine1:swp1");
+  const DirLinkId shadow = f.dl("spine1:swp2->leaf2:swp3");
+  s.mesh.loss[bad] = 0.02;
+  s.mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+    bool on_shadow = crosses(fwd, shadow) || crosses(rev, shadow);
+    bool on_bad = crosses(fwd, bad) || crosses(rev, bad);
+    return !on_shadow || on_bad;
+  };
+  std::vector<Record> recs = s.build(300);
+  // The premise: every probe record on the shadow link lost probes.
+  int on_shadow = 0;
+  for (const Record& rec : recs) {
+    if (auto* p = std::get_if<ProbeRecord>(&rec)) {
+      if (crosses(p->path, shadow) || crosses(p->reply_path, shadow)) {
+        ++on_shadow;
+        EXPECT_GT(p->lost, 0u);
+      }
+    }
+  }
+  ASSERT_GT(on_shadow, 100);
+  Report r = runEngine(f.t, recs);
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].link, bad);
+  for (const Incident& i : r.incidents) EXPECT_NE(i.link, shadow) << describe(f.t, r);
+}
+
+// Access links of the sources behind the bad uplink see its losses on half
+// their flows, and clean flows on the other half: not blamed.
+TEST(EngineRules, CleanFlowsExonerateTheAccessLinksBehindABadUplink) {
+  Fabric f;
+  Script s(f);
+  s.mesh.loss[f.dl("leaf1:swp3->spine1:swp1")] = 0.04;
+  Report r = runEngine(f.t, s.build(300));
+  for (const Incident& i : r.incidents) {
+    if (i.link == kNone) continue;
+    const NodeId a = f.t.dirSrcNode(i.link), b = f.t.dirDstNode(i.link);
+    EXPECT_FALSE(f.t.node(a).isHost() || f.t.node(b).isHost())
+        << "access link suspected: " << describe(f.t, r);
+  }
+  ASSERT_EQ(localized(r).size(), 1u) << describe(f.t, r);
+}
+
+// Half the flows never carry a path (their twins with the same route do):
+// the losses of the pathless ones can only be pinned on access links for
+// sure, and must be explained by the bad uplink's ECMP share instead.
+TEST(EngineRules, FlowsWithoutPathsAreExplainedByEcmpSharesNotAccessLinks) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("leaf2:swp4->spine2:swp2");
+  s.mesh.loss[bad] = 0.02;
+  s.mesh.pathless_twins = true;
+  std::vector<Record> recs = s.build(300);
+  size_t pathless_lossy = 0;
+  for (const Record& rec : recs) {
+    if (auto* p = std::get_if<ProbeRecord>(&rec)) pathless_lossy += p->path.empty() && p->lost;
+  }
+  ASSERT_GT(pathless_lossy, 500u);
+  Report r = runEngine(f.t, recs);
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].link, bad);
+  EXPECT_EQ(pos[0].kind, kLinkLoss);
+}
+
+// With no path at all, the loss still shows on the host's access link; the
+// responder's echo count says which way the probes died.
+TEST(EngineRules, OneWayLossesBlameTheRightDirectionOfAnAccessLink) {
+  for (const std::string name : {"host3:eth0->leaf2:swp1", "leaf2:swp1->host3:eth0"}) {
+    SCOPED_TRACE(name);
+    Fabric f;
+    Script s(f);
+    s.mesh.loss[f.dl(name)] = 0.04;
+    s.mesh.one_way = true;
+    s.mesh.path_known = [](PortId, PortId, size_t) { return false; };
+    Report r = runEngine(f.t, s.build(300));
+    expectContract(f.t, r);
+    auto pos = localized(r);
+    ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+    EXPECT_EQ(f.t.dirLinkName(pos[0].link), name);
+    EXPECT_TRUE(pos[0].isLinkFault());
+    EXPECT_FALSE(pos[0].both_directions);
+  }
+}
+
+// ---- port counters -----------------------------------------------------------
+
+TEST(EngineRules, OperDownIsLinkDownOnBothDirectionsAndResolvesWhenItComesBack) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf1:swp3->spine1:swp1");
+  const PortId a = f.t.dirSrcPort(d), b = f.t.dirDstPort(d);
+  s.at = [&](double t, Mesh& m) {
+    if (t > 60 && t <= 150) {
+      m.down = {d};
+    } else {
+      m.down.clear();
+    }
+  };
+  s.tweak = [&](double t, PortId p, Counters& c) {
+    if (p != a && p != b) return;
+    c.up = !(t > 60 && t <= 150);
+    c.carrier = t > 150 ? 2 : t > 60 ? 1 : 0;
+  };
+  Report r = runEngine(f.t, s.build(400));
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].kind, kLinkDown);
+  EXPECT_EQ(Topology::linkOf(pos[0].link), Topology::linkOf(d));
+  EXPECT_TRUE(pos[0].both_directions);
+  EXPECT_GE(*pos[0].localized_at, 70);  // first counters showing it down are at t=70
+  EXPECT_LE(*pos[0].localized_at, 80);
+  ASSERT_TRUE(pos[0].resolved_at) << describe(f.t, r);
+  EXPECT_GE(*pos[0].resolved_at, 150 + 60);  // up again (probes cross it) after t=150
+}
+
+TEST(EngineRules, RepeatedCarrierChangesAreALinkFlap) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("spine2:swp4->leaf4:swp4");
+  const PortId a = f.t.dirSrcPort(d), b = f.t.dirDstPort(d);
+  // One down/up cycle (2 transitions) every 30 s from t=30; sampled while up.
+  s.tweak = [&](double t, PortId p, Counters& c) {
+    if ((p == a || p == b) && t >= 30 && std::fmod(t, 30) == 0) c.carrier += 2;
+  };
+  Report r = runEngine(f.t, s.build(200));
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].kind, kLinkFlap);
+  EXPECT_EQ(Topology::linkOf(pos[0].link), Topology::linkOf(d));
+  EXPECT_TRUE(pos[0].both_directions);
+  EXPECT_LE(*pos[0].localized_at, 75);  // two cycles seen at t=60
+}
+
+TEST(EngineRules, CrcErrorsOnTheReceivingPortMakeLinkCorruptionOfThatDirection) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf3:swp3->spine1:swp3");
+  s.mesh.loss[d] = 0.02;
+  const PortId rx = f.t.dirDstPort(d);  // spine1:swp3
+  s.tweak = [&](double, PortId p, Counters& c) {
+    if (p == rx) c.crc += 20'000;  // 2 % of 1e6 packets per 10 s
+  };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].kind, kLinkCorruption);
+  EXPECT_EQ(f.t.dirLinkName(pos[0].link), "leaf3:swp3->spine1:swp3");
+  EXPECT_FALSE(pos[0].both_directions);
+}
+
+TEST(EngineRules, TxDropsOnTheEgressAreCongestionNotABrokenLink) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf3:swp3->spine1:swp3");
+  s.mesh.loss[d] = 0.02;
+  const PortId tx = f.t.dirSrcPort(d);  // leaf3:swp3
+  s.tweak = [&](double, PortId p, Counters& c) {
+    if (p == tx) c.drops += 20'000;
+  };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  EXPECT_TRUE(linkIncidents(r).empty()) << describe(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].kind, kCongestion);
+  EXPECT_EQ(pos[0].link, d);
+}
+
+// ---- hosts and cabling -------------------------------------------------------
+
+TEST(EngineRules, DeadResponderIsHostUnreachableAndNoLink) {
+  Fabric f;
+  Script s(f);
+  const PortId h = f.port("host5:eth0");
+  s.mesh.dead = {h};
+  // Half the probes to it still traced their path (as far as it goes).
+  s.mesh.path_known = [](PortId, PortId, size_t spine) { return spine == 0; };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  EXPECT_TRUE(linkIncidents(r).empty()) << describe(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].kind, kHostUnreachable);
+  EXPECT_EQ(pos[0].node, f.node("host5"));
+  auto j = incidentToJson(f.t, pos[0]);
+  EXPECT_EQ(j["node"], "host5");
+  EXPECT_FALSE(j.contains("link"));
+}
+
+TEST(EngineRules, LldpNeighbourMismatchIsMiscablingNamingThePorts) {
+  Fabric f;
+  Script s(f);
+  std::vector<Record> recs;
+  // At t=0 every port reports its topology neighbour (by port or by node).
+  for (PortId p = 0; p < f.t.portCount(); ++p) {
+    if (f.t.port(p).link == kNone) continue;
+    PortId peer = f.t.dirDstPort(f.t.egressOf(p));
+    std::string n = p % 2 ? f.t.portRef(peer) : f.t.node(f.t.port(peer).node).name;
+    recs.emplace_back(LldpRecord{0.0, p, n});
+  }
+  for (Record& rec : s.build(60)) recs.push_back(std::move(rec));
+  // Then two cables of leaf1 are swapped, and a port of leaf3 sees a stranger.
+  recs.emplace_back(LldpRecord{60.0, f.port("leaf1:swp1"), "host2:eth0"});
+  recs.emplace_back(LldpRecord{60.0, f.port("leaf1:swp2"), "host1:eth0"});
+  recs.emplace_back(LldpRecord{60.0, f.port("leaf3:swp2"), "stranger:eth7"});
+  for (Record& rec : s.build(120, 60)) recs.push_back(std::move(rec));
+  Report r = runEngine(f.t, recs);
+  expectContract(f.t, r);
+  EXPECT_TRUE(linkIncidents(r).empty()) << describe(f.t, r);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 2u) << describe(f.t, r);
+  std::map<std::string, std::vector<std::string>> by_node;
+  for (const Incident& i : pos) {
+    EXPECT_EQ(i.kind, kMiscabling);
+    EXPECT_GE(*i.localized_at, 60);
+    auto j = incidentToJson(f.t, i);
+    std::vector<std::string> ports = j["ports"];
+    ASSERT_FALSE(ports.empty());
+    by_node[ports[0].substr(0, ports[0].find(':'))] = ports;
+  }
+  EXPECT_THAT(by_node["leaf1"], UnorderedElementsAre("leaf1:swp1", "leaf1:swp2"));
+  EXPECT_THAT(by_node["leaf3"], UnorderedElementsAre("leaf3:swp2"));
+}
+
+// ---- time ----------------------------------------------------------------------
+
+// Every lossy record arrives 25 s late, after records of newer windows: the
+// engine sees no loss at all unless it uses late records.
+TEST(EngineRules, RecordsUpTo30sLateStillCount) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("leaf2:swp3->spine1:swp2");
+  s.mesh.loss[bad] = 0.02;
+  s.counters = false;
+  std::vector<Record> in_order = s.build(300);
+  std::vector<Record> recs;
+  std::vector<Record> held;
+  for (const Record& rec : in_order) {
+    const double t = timeOf(rec);
+    const auto* p = std::get_if<ProbeRecord>(&rec);
+    if (p && p->lost > 0) {
+      held.push_back(rec);
+    } else {
+      recs.push_back(rec);
+    }
+    // Release the held records that are now 25 s older than the newest t.
+    for (auto it = held.begin(); it != held.end();) {
+      if (timeOf(*it) + 25 <= t) {
+        recs.push_back(*it);
+        it = held.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  Engine engine(f.t);
+  feed(engine, recs);
+  Report r = engine.report();
+  expectContract(f.t, r);
+  EXPECT_GT(engine.stats().late, 1000u);
+  EXPECT_EQ(engine.stats().too_late, 0u);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(pos[0].link, bad);
+  EXPECT_LE(*pos[0].localized_at, 60);
+}
+
+TEST(EngineRules, RecordsOlderThanTheToleranceAreCountedAsTooLate) {
+  Fabric f;
+  Script s(f);
+  s.counters = false;
+  std::vector<Record> recs = s.build(100);
+  ProbeRecord old = std::get<ProbeRecord>(recs.front());
+  old.t = 50;  // 50 s older than the newest t
+  recs.emplace_back(old);
+  Engine engine(f.t);
+  feed(engine, recs);
+  EXPECT_EQ(engine.stats().too_late, 1u);
+  EXPECT_EQ(engine.stats().probes, recs.size());
+}
+
+// A fault from 20 s to 200 s: one incident, localized once, never resolved
+// while the fault lasts, resolved at least 60 s after it stops, and no
+// state goes back (no flapping, no second incident on the link).
+TEST(EngineRules, IncidentLocalizesThenResolvesWithoutFlapping) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("spine1:swp4->leaf4:swp3");
+  s.at = [&](double t, Mesh& m) {
+    if (t > 20 && t <= 200) {
+      m.loss[bad] = 0.02;
+    } else {
+      m.loss.clear();
+    }
+  };
+  std::vector<Record> recs = s.build(700);
+  Engine engine(f.t);
+  std::map<std::string, std::vector<Incident>> changes;
+  engine.onIncidentChange([&](const Incident& i) { changes[i.id].push_back(i); });
+  feed(engine, recs);
+  Report r = engine.report();
+  expectContract(f.t, r);
+  ASSERT_EQ(r.incidents.size(), 1u) << describe(f.t, r);
+  const Incident& inc = r.incidents[0];
+  EXPECT_EQ(inc.link, bad);
+  EXPECT_EQ(inc.kind, kLinkLoss);
+  ASSERT_TRUE(inc.localized_at);
+  EXPECT_GT(*inc.localized_at, 20);
+  EXPECT_LE(*inc.localized_at, 60);
+  ASSERT_TRUE(inc.resolved_at) << describe(f.t, r);
+  EXPECT_GE(*inc.resolved_at, 200 + 60);
+  EXPECT_GE(inc.opened_at, 20);
+  // The notifications tell the same story, in order, with no step back.
+  ASSERT_EQ(changes.size(), 1u);
+  const auto& seq = changes[inc.id];
+  ASSERT_GE(seq.size(), 3u);  // opened, localized, resolved
+  bool was_localized = false, was_resolved = false;
+  for (const Incident& c : seq) {
+    if (was_localized) {
+      EXPECT_TRUE(c.localized_at) << "localized_at went back to null";
+    }
+    if (was_resolved) {
+      ADD_FAILURE() << "changed after it resolved";
+    }
+    if (c.localized_at) {
+      EXPECT_EQ(*c.localized_at, *inc.localized_at);
+    }
+    was_localized |= c.localized_at.has_value();
+    was_resolved |= c.resolved_at.has_value();
+    EXPECT_EQ(c.opened_at, inc.opened_at);
+  }
+  EXPECT_TRUE(was_resolved);
+}
+
+TEST(EngineRules, ConfidenceIsAProbabilityAndJsonHasTheContractFields) {
+  Fabric f;
+  Script s(f);
+  s.mesh.loss[f.dl("leaf1:swp3->spine1:swp1")] = 0.03;
+  s.mesh.loss[f.dl("spine2:swp3->leaf3:swp4")] = 0.001;  // weak: may open, not page
+  s.mesh.dead = {f.port("host8:eth0")};
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  ASSERT_FALSE(r.incidents.empty());
+  EXPECT_EQ(r.generated_at, 300);
+  auto j = reportToJson(f.t, r);
+  for (const auto& i : j["incidents"]) {
+    for (const char* field :
+         {"id", "kind", "opened_at", "localized_at", "resolved_at", "confidence", "loss_ratio",
+          "evidence"}) {
+      EXPECT_TRUE(i.contains(field)) << field << " missing in " << i.dump();
+    }
+    EXPECT_TRUE(i.contains("link") || i.contains("node") || i.contains("ports")) << i.dump();
+  }
+}
+
+TEST(EngineRules, CleanFabricHasNoIncidents) {
+  Fabric f;
+  Script s(f);
+  Report r = runEngine(f.t, s.build(300));
+  EXPECT_TRUE(r.incidents.empty()) << describe(f.t, r);
+  EXPECT_EQ(r.generated_at, 300);
+}
+
+}  // namespace
+}  // namespace netdiag::analyzer::testing

@@ -1,0 +1,277 @@
+// The engine on simulated fabrics: no look-ahead (a prefix of a log gives
+// the same incidents, with the same times, as far as it goes), a property
+// test over random fabrics and random single link faults, and end-to-end
+// regressions on the shipped scenarios, scored by the contract's rules.
+
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "planner/plan.h"
+#include "sim/scenario.h"
+#include "sim/score.h"
+#include "sim/simulator.h"
+#include "tests/unit/analyzer/analyzer_test_util.h"
+
+namespace netdiag::analyzer::testing {
+namespace {
+
+struct SimLog {
+  std::vector<Record> records;
+  sim::Truth truth;
+};
+
+SimLog simulate(const Topology& topo, const sim::Scenario& scenario, uint64_t seed) {
+  planner::Plan plan = planner::makePlan(topo, scenario.budget, {}, seed);
+  std::vector<topology::Diagnostic> errors;
+  sim::SimOptions options;
+  options.seed = seed;
+  options.ecmp_seed = seed * 7919 + 13;
+  auto s = sim::Simulator::create(topo, scenario, plan, options, errors);
+  SimLog log;
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors[0].str());
+  if (!s) return log;
+  Recorder rec;
+  s->run(rec);
+  log.records = std::move(rec.records);
+  log.truth = s->truth();
+  return log;
+}
+
+sim::FaultSpec linkLoss(double loss, double onset, std::string from = "switch",
+                        std::string to = "switch") {
+  sim::FaultSpec f;
+  f.kind = "link_loss";
+  f.line = 1;
+  f.link.from = std::move(from);
+  f.link.to = std::move(to);
+  f.loss = loss;
+  f.onset = onset;
+  return f;
+}
+
+std::string scoreText(const sim::ScoreResult& s) { return sim::scoreToJson(s); }
+
+// ---- no look-ahead -------------------------------------------------------------
+
+void expectSameAsFarAs(const Topology& topo, const Report& full, const Report& cut, double T) {
+  SCOPED_TRACE("cut at T=" + std::to_string(T));
+  std::map<std::string, const Incident*> by_id;
+  for (const Incident& i : full.incidents) by_id[i.id] = &i;
+  auto fieldAsFarAs = [&](const char* name, const std::optional<double>& f,
+                          const std::optional<double>& c, const std::string& id) {
+    if (f && *f <= T) {
+      EXPECT_EQ(c, f) << id << "." << name << ": full run " << *f << ", cut run "
+                      << (c ? std::to_string(*c) : "null");
+    } else {
+      EXPECT_FALSE(c.has_value()) << id << "." << name << " is " << *c
+                                  << " in the cut run but "
+                                  << (f ? std::to_string(*f) : "null") << " in the full run";
+    }
+  };
+  for (const Incident& c : cut.incidents) {
+    auto it = by_id.find(c.id);
+    ASSERT_NE(it, by_id.end()) << c.id << " exists only in the cut run: "
+                               << incidentToJson(topo, c).dump();
+    const Incident& f = *it->second;
+    EXPECT_EQ(c.opened_at, f.opened_at) << c.id;
+    EXPECT_LE(c.opened_at, T);
+    EXPECT_EQ(c.link, f.link) << c.id;
+    EXPECT_EQ(c.node, f.node) << c.id;
+    fieldAsFarAs("localized_at", f.localized_at, c.localized_at, c.id);
+    fieldAsFarAs("resolved_at", f.resolved_at, c.resolved_at, c.id);
+  }
+  // And nothing the full run decided by T is missing from the cut run.
+  std::set<std::string> cut_ids;
+  for (const Incident& c : cut.incidents) cut_ids.insert(c.id);
+  for (const Incident& f : full.incidents) {
+    if (f.opened_at <= T) {
+      EXPECT_TRUE(cut_ids.contains(f.id))
+          << f.id << " opened at " << f.opened_at << " in the full run, missing in the cut run: "
+          << incidentToJson(topo, f).dump();
+    }
+  }
+}
+
+TEST(EngineNoLookAhead, PrefixOfALogGivesTheSameIncidentsAsFarAsItGoes) {
+  Topology topo = topology::generateLeafSpine(
+      {.spines = 4, .leaves = 6, .hosts_per_leaf = 4, .addresses = false});
+  sim::Scenario s;
+  s.file = "lookahead.yaml";
+  s.duration_s = 300;
+  s.faults.push_back(linkLoss(0.01, 100, "leaf", "spine"));
+  SimLog log = simulate(topo, s, 11);
+  ASSERT_FALSE(log.records.empty());
+  Report full = runEngine(topo, log.records);
+  ASSERT_FALSE(localized(full).empty()) << describe(topo, full);
+  for (double T : {90.0, 120.0, 150.0, 152.5, 200.0, 250.0}) {
+    std::vector<Record> prefix;
+    for (const Record& r : log.records) {
+      if (timeOf(r) <= T) prefix.push_back(r);
+    }
+    Report cut = runEngine(topo, prefix);
+    expectSameAsFarAs(topo, full, cut, T);
+  }
+}
+
+// The same on a fault that ends: resolved_at must not be known early.
+TEST(EngineNoLookAhead, ResolutionIsNotKnownBeforeItHappens) {
+  Topology topo = topology::generateLeafSpine(
+      {.spines = 4, .leaves = 6, .hosts_per_leaf = 4, .addresses = false});
+  sim::Scenario s;
+  s.file = "lookahead.yaml";
+  s.duration_s = 400;
+  auto f = linkLoss(0.02, 50, "spine", "leaf");
+  f.end = 150;
+  s.faults.push_back(f);
+  SimLog log = simulate(topo, s, 5);
+  Report full = runEngine(topo, log.records);
+  auto pos = localized(full);
+  ASSERT_FALSE(pos.empty()) << describe(topo, full);
+  ASSERT_TRUE(pos[0].resolved_at) << describe(topo, full);
+  const double resolved = *pos[0].resolved_at;
+  for (double T : {resolved - 5, resolved, resolved + 5}) {
+    std::vector<Record> prefix;
+    for (const Record& r : log.records) {
+      if (timeOf(r) <= T) prefix.push_back(r);
+    }
+    expectSameAsFarAs(topo, full, runEngine(topo, prefix), T);
+  }
+}
+
+// ---- property: any single lossy switch-to-switch link is found ---------------
+
+struct RandomCase {
+  std::string fabric;
+  Topology topo;
+};
+
+RandomCase randomFabric(std::mt19937_64& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  switch (pick(0, 2)) {
+    case 0: {
+      topology::LeafSpineParams p{.spines = pick(2, 4), .leaves = pick(3, 6),
+                                  .hosts_per_leaf = pick(2, 4), .addresses = false};
+      std::ostringstream name;
+      name << "leaf-spine spines=" << p.spines << " leaves=" << p.leaves
+           << " hosts_per_leaf=" << p.hosts_per_leaf;
+      return {name.str(), topology::generateLeafSpine(p)};
+    }
+    case 1: {
+      topology::FatTreeParams p{.k = pick(0, 3) == 0 ? 8 : pick(0, 1) ? 6 : 4,
+                                .addresses = false};
+      return {"fat-tree k=" + std::to_string(p.k), topology::generateFatTree(p)};
+    }
+    default: {
+      topology::RailParams p{.sus = 2, .hosts_per_su = pick(2, 4), .rails = pick(2, 4),
+                             .spines = 2, .leaf_uplinks = 2, .cores = 2, .addresses = false};
+      EXPECT_TRUE(topology::validate(p).empty());
+      std::ostringstream name;
+      name << "rail sus=2 hosts_per_su=" << p.hosts_per_su << " rails=" << p.rails
+           << " spines=2 leaf_uplinks=2 cores=2";
+      return {name.str(), topology::generateRail(p)};
+    }
+  }
+}
+
+TEST(EngineProperty, ARandomLossyFabricLinkIsFoundOnRandomFabrics) {
+  int failures = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull);
+    RandomCase c = randomFabric(rng);
+    sim::Scenario s;
+    s.file = "property.yaml";
+    s.duration_s = 240;
+    s.noise.background_loss = 1e-5;
+    s.noise.path_unknown = 0.3;
+    sim::FaultSpec f = linkLoss(0.02, 60);
+    if (seed % 2 == 0) {
+      // An exact link picked here, in a random direction.
+      std::vector<DirLinkId> fabric_links;
+      for (DirLinkId d = 0; d < c.topo.dirLinkCount(); ++d) {
+        if (!c.topo.node(c.topo.dirSrcNode(d)).isHost() &&
+            !c.topo.node(c.topo.dirDstNode(d)).isHost()) {
+          fabric_links.push_back(d);
+        }
+      }
+      ASSERT_FALSE(fabric_links.empty());
+      f.link.exact = c.topo.dirLinkName(
+          fabric_links[std::uniform_int_distribution<size_t>(0, fabric_links.size() - 1)(rng)]);
+    }
+    s.faults.push_back(f);
+    SimLog log = simulate(c.topo, s, seed);
+    ASSERT_EQ(log.truth.faults.size(), 1u);
+    Report r = runEngine(c.topo, log.records);
+    sim::ScoreResult score = sim::scoreReport(log.truth, toScorable(c.topo, r), &c.topo);
+    const bool ok = score.precision == 1.0 && score.recall == 1.0;
+    failures += !ok;
+    EXPECT_TRUE(ok) << "seed " << seed << " on " << c.fabric << ", fault "
+                    << log.truth.faults[0].link << " (" << (f.link.isExact() ? "exact" : "selector")
+                    << "): precision " << score.precision << " recall " << score.recall
+                    << "\nreport: " << describe(c.topo, r) << "\nscore: " << scoreText(score);
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+// ---- regression: the shipped scenarios, smaller ---------------------------------
+
+struct Regression {
+  std::string scenario;
+  bool trap;
+};
+
+class EngineRegression : public ::testing::TestWithParam<Regression> {};
+
+TEST_P(EngineRegression, ScenarioIsScoredPerfectly) {
+  const Regression& p = GetParam();
+  sim::ScenarioLoad load =
+      sim::loadScenarioFile(std::string(NETDIAG_SOURCE_DIR) + "/sim/scenarios/" + p.scenario);
+  ASSERT_TRUE(load.ok()) << load.errors[0].str();
+  sim::Scenario s = load.scenario;
+  s.fabric = {};
+  s.fabric.generator = "leaf-spine";
+  s.fabric.leaf_spine = {.spines = 4, .leaves = 8, .hosts_per_leaf = 4, .addresses = false};
+  s.duration_s = 300;  // onsets at 120 s; the faults are still on at the end
+  std::vector<topology::Diagnostic> errors;
+  auto topo = sim::buildFabric(s.fabric, errors);
+  ASSERT_TRUE(topo) << errors[0].str();
+  for (uint64_t seed : {1, 2}) {
+    SCOPED_TRACE(p.scenario + " seed " + std::to_string(seed));
+    SimLog log = simulate(*topo, s, seed);
+    ASSERT_EQ(log.truth.faults.size() + log.truth.traps.size(), 1u);
+    Engine engine(*topo);
+    feed(engine, log.records);
+    Report r = engine.report();
+    expectContract(*topo, r);
+    sim::ScoreResult score = sim::scoreReport(log.truth, toScorable(*topo, r), &*topo);
+    EXPECT_EQ(score.precision, 1.0) << describe(*topo, r) << scoreText(score);
+    EXPECT_EQ(score.recall, 1.0) << describe(*topo, r) << scoreText(score);
+    if (p.trap) {
+      for (const Incident& i : localized(r)) {
+        EXPECT_FALSE(i.isLinkFault()) << "link fault on a trap: "
+                                      << incidentToJson(*topo, i).dump();
+      }
+    } else {
+      ASSERT_EQ(score.items.size(), 1u);
+      EXPECT_TRUE(score.items[0].found);
+      // Localized within two minutes of the onset.
+      if (score.items[0].time_to_localize) {
+        EXPECT_LE(*score.items[0].time_to_localize, 120);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, EngineRegression,
+                         ::testing::Values(Regression{"gray_loss.yaml", false},
+                                           Regression{"link_down.yaml", false},
+                                           Regression{"congestion.yaml", true},
+                                           Regression{"dead_responder.yaml", true}),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.scenario;
+                           return n.substr(0, n.find('.'));
+                         });
+
+}  // namespace
+}  // namespace netdiag::analyzer::testing
