@@ -97,15 +97,20 @@ struct Engine::Impl {
 
   // ---- ingest --------------------------------------------------------------
 
-  // Runs the pass due before a record of time t is ingested (no look-ahead:
-  // the pass sees only records up to the newest time so far).
+  // Passes run at boundaries B = k * pass_interval_s of telemetry time, each
+  // labeled B and run before the first record later than B is ingested, so
+  // it sees exactly the records with t <= B (no look-ahead). A log cut at T
+  // thus reproduces every decision labeled <= T: the pass at B = T itself
+  // runs in finish() when the log's last record is at T.
   void clock(double t) {
     if (t > newest) {
-      if (newest > -INFINITY && t >= next_pass) {
-        pass(newest);
-        next_pass = (std::floor(t / cfg.pass_interval_s) + 1) * cfg.pass_interval_s;
-      } else if (newest == -INFINITY) {
-        next_pass = (std::floor(t / cfg.pass_interval_s) + 1) * cfg.pass_interval_s;
+      const double step = cfg.pass_interval_s;
+      if (newest == -INFINITY) {
+        next_pass = std::ceil(t / step) * step;
+      } else if (t > next_pass) {
+        double b = std::ceil(t / step) * step - step;  // the last boundary before t
+        pass(b);
+        next_pass = b + step;
       }
       newest = t;
     } else if (t < newest) {
@@ -679,6 +684,13 @@ struct Engine::Impl {
     }
   }
 
+  void finish() {
+    if (newest != -INFINITY && newest == next_pass) {
+      pass(newest);
+      next_pass += cfg.pass_interval_s;
+    }
+  }
+
   Report report() const {
     Report r;
     r.generated_at = newest == -INFINITY ? 0 : newest;
@@ -700,6 +712,8 @@ void Engine::onPort(const PortRecord& r) { impl_->port(r); }
 void Engine::onLldp(const LldpRecord& r) { impl_->lldp(r); }
 Report Engine::report() const { return impl_->report(); }
 const IngestStats& Engine::stats() const { return impl_->stats; }
+void Engine::finish() { impl_->finish(); }
+
 void Engine::restore(const std::vector<Incident>& incidents) { impl_->restore(incidents); }
 
 void Engine::onIncidentChange(std::function<void(const Incident&)> callback) {

@@ -5,10 +5,10 @@
 // turns it into incidents with a stated confidence. docs/localization.md
 // describes the method.
 //
-// Time is the log's own clock: decisions run in passes every
-// `pass_interval_s` of telemetry time, each labeled with the newest `t`
-// ingested so far, so replaying a prefix of a log reproduces the same
-// decisions up to its end (no look-ahead).
+// Time is the log's own clock: decisions run in passes at every multiple of
+// `pass_interval_s` of telemetry time, each labeled with that time and made
+// from the records up to it, so replaying a prefix of a log reproduces the
+// same decisions up to its end (no look-ahead).
 //
 // Thread-safety: none; feed it from one thread.
 
@@ -47,6 +47,10 @@ class Engine : public telemetry::RecordSink {
   void onProbe(const telemetry::ProbeRecord& r) override;
   void onPort(const telemetry::PortRecord& r) override;
   void onLldp(const telemetry::LldpRecord& r) override;
+
+  // At the end of the input: runs the pass due at the newest time when that
+  // time is a pass boundary (a longer log would run it too). Idempotent.
+  void finish();
 
   // Every incident opened so far (resolved ones too); generated_at is the
   // newest telemetry time ingested.

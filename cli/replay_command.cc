@@ -105,6 +105,7 @@ int runReplay(const ReplayOptions& o) {
     std::cerr << "netdiag replay: stopped at the first bad line (--strict)\n";
     return kExitError;
   }
+  engine.finish();
   analyzer::Report report = engine.report();
   if (db) {
     std::vector<store::IncidentRow> rows;

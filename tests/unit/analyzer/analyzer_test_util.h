@@ -72,6 +72,7 @@ inline Report runEngine(const Topology& topo, const std::vector<Record>& records
                         EngineConfig config = {}) {
   Engine engine(topo, config);
   feed(engine, records);
+  engine.finish();
   return engine.report();
 }
 

@@ -1,0 +1,200 @@
+// `netdiag replay`: reads a telemetry log from a real shell pipe or a file,
+// reports bad lines with their numbers and skips them (--strict stops at the
+// first), prints a report (formats.md §3) that `netdiag score` accepts, and
+// exits 1 while a fault is still open at the end, 0 on a healthy fabric.
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_harness.h"
+
+namespace {
+
+using netdiag::testing::CliTest;
+using netdiag::testing::Outcome;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kScenarios = std::string(NETDIAG_SOURCE_DIR) + "/sim/scenarios/";
+
+class ReplayCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    ASSERT_EQ(
+        run("topo generate leaf-spine --spines 4 --leaves 8 --hosts-per-leaf 4 -o " + topo()).code,
+        0);
+  }
+  std::string topo() const { return path("fabric.yaml"); }
+
+  // Simulates `scenario` into log.jsonl with its truth in truth.json.
+  void simulate(const std::string& scenario, double duration) {
+    Outcome r = run("simulate --scenario " + kScenarios + scenario + " --topology " + topo() +
+                    " --seed 3 --duration " + std::to_string(duration) + " -o " +
+                    path("log.jsonl") + " --truth " + path("truth.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+
+  // Runs a bash script (no single quotes in it) through std::system.
+  static int bash(const std::string& script) {
+    int status = std::system(("bash -c '" + script + "'").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  static std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  }
+};
+
+TEST_F(ReplayCliTest, SimulatePipedIntoReplayGivesAReportThatScores) {
+  const std::string bin = NETDIAG_BIN;
+  const std::string script =
+      bin + " simulate --scenario " + kScenarios + "gray_loss.yaml --topology " + topo() +
+      " --seed 3 --duration 240 --truth " + path("truth.json") + " -o - 2>" + path("sim.err") +
+      " | " + bin + " replay --topology " + topo() + " --telemetry - --json >" +
+      path("report.json") + " 2>" + path("replay.err") +
+      "; s=(\"${PIPESTATUS[@]}\"); echo \"${s[0]} ${s[1]}\" >" + path("codes") + "; exit ${s[1]}";
+  const int code = bash(script);
+  EXPECT_EQ(slurp(path("codes")), "0 1\n") << slurp(path("sim.err")) << slurp(path("replay.err"));
+  // The fault (onset 120, end 480) is still on at 240: findings, exit 1.
+  EXPECT_EQ(code, 1) << slurp(path("replay.err"));
+  EXPECT_THAT(slurp(path("replay.err")), HasSubstr("replayed "));
+  EXPECT_THAT(slurp(path("replay.err")), HasSubstr(" 0 bad"));
+
+  const auto report = nlohmann::json::parse(slurp(path("report.json")));
+  const auto truth = nlohmann::json::parse(slurp(path("truth.json")));
+  ASSERT_EQ(truth["faults"].size(), 1u);
+  EXPECT_EQ(report["generated_at"], 240.0);
+  int positives = 0;
+  for (const auto& i : report["incidents"]) {
+    for (const char* field : {"id", "kind", "opened_at", "localized_at", "resolved_at",
+                              "confidence", "loss_ratio", "evidence"}) {
+      EXPECT_TRUE(i.contains(field)) << field << " missing: " << i.dump();
+    }
+    if (i["localized_at"].is_null()) continue;
+    ++positives;
+    EXPECT_EQ(i["kind"], "link_loss") << i.dump();
+    EXPECT_EQ(i["link"], truth["faults"][0]["link"]) << i.dump();
+    EXPECT_TRUE(i["resolved_at"].is_null());
+  }
+  EXPECT_EQ(positives, 1) << report.dump(1);
+
+  Outcome score =
+      run("score --json --truth " + path("truth.json") + " --report " + path("report.json") +
+          " --topology " + topo() + " --min-precision 1 --min-recall 1");
+  EXPECT_EQ(score.code, 0) << score.out << score.err;
+  auto s = nlohmann::json::parse(score.out);
+  EXPECT_EQ(s["thresholds"]["met"], true) << score.out;
+}
+
+TEST_F(ReplayCliTest, FileAndStdinGiveTheSameReport) {
+  simulate("link_down.yaml", 200);
+  Outcome from_file =
+      run("replay --topology " + topo() + " --telemetry " + path("log.jsonl") + " --json");
+  const std::string bin = NETDIAG_BIN;
+  const int code = bash("cat " + path("log.jsonl") + " | " + bin + " replay --topology " + topo() +
+                        " --telemetry - --json >" + path("piped.json") + " 2>" + path("piped.err"));
+  EXPECT_EQ(from_file.code, 1) << from_file.err;  // the link is still down at 200
+  EXPECT_EQ(code, 1) << slurp(path("piped.err"));
+  EXPECT_EQ(nlohmann::json::parse(from_file.out), nlohmann::json::parse(slurp(path("piped.json"))));
+  write("report.json", from_file.out);
+  EXPECT_EQ(run("score --truth " + path("truth.json") + " --report " + path("report.json") +
+                " --min-precision 1 --min-recall 1")
+                .code,
+            0);
+}
+
+TEST_F(ReplayCliTest, BadLinesAreCountedReportedWithTheirNumbersAndSkipped) {
+  simulate("baseline.yaml", 60);
+  const std::string clean = slurp(path("log.jsonl"));
+  std::vector<std::string> log = lines(clean);
+  ASSERT_GT(log.size(), 100u);
+  // Bad lines land on lines 2, 5 and 9 of the new file; an unknown kind on 7.
+  log.insert(log.begin() + 1, "{this is not json");
+  log.insert(log.begin() + 4,
+             R"({"t": 1.0, "kind": "probe", "src": "host1:eth0", "dst": "host9:eth0", )"
+             R"("flow": 1, "sent": 5, "lost": 9})");
+  log.insert(log.begin() + 6, R"({"t": 1.0, "kind": "sflow", "port": "leaf1:swp1"})");
+  log.insert(log.begin() + 8,
+             R"({"t": 1.0, "kind": "port", "port": "nosuch:swp1", "oper_up": true})");
+  std::string text;
+  for (const auto& l : log) text += l + "\n";
+  write("bad.jsonl", text);
+
+  Outcome r = run("replay --topology " + topo() + " --telemetry " + path("bad.jsonl") + " --json");
+  EXPECT_EQ(r.code, 0) << r.err;  // a healthy fabric: nothing open
+  EXPECT_THAT(r.err, HasSubstr(path("bad.jsonl") + ":2: bad record"));
+  EXPECT_THAT(r.err, HasSubstr(path("bad.jsonl") + ":5: bad record"));
+  EXPECT_THAT(r.err, HasSubstr(path("bad.jsonl") + ":9: bad record"));
+  EXPECT_THAT(r.err, Not(HasSubstr(":7: bad record")));
+  EXPECT_THAT(r.err, HasSubstr("3 bad, 1 unknown kind"));
+  // The good records are all used: the same report as the clean log's.
+  Outcome c = run("replay --topology " + topo() + " --telemetry " + path("log.jsonl") + " --json");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_THAT(c.err, HasSubstr(" 0 bad"));
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(c.out));
+
+  // Bad lines read from stdin are numbered the same way.
+  const std::string bin = NETDIAG_BIN;
+  bash(bin + " replay --topology " + topo() + " --telemetry - <" + path("bad.jsonl") + " >" +
+       path("o") + " 2>" + path("e"));
+  EXPECT_THAT(slurp(path("e")), HasSubstr(":5: bad record"));
+}
+
+TEST_F(ReplayCliTest, StrictStopsAtTheFirstBadLineWithExit2) {
+  simulate("gray_loss.yaml", 60);
+  std::vector<std::string> log = lines(slurp(path("log.jsonl")));
+  log.insert(log.begin() + 2, "not json at all");              // line 3
+  log.insert(log.begin() + 5, R"({"t": 2, "kind": "lldp"})");  // line 6: no port
+  std::string text;
+  for (const auto& l : log) text += l + "\n";
+  write("bad.jsonl", text);
+  Outcome r =
+      run("replay --strict --json --topology " + topo() + " --telemetry " + path("bad.jsonl"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(path("bad.jsonl") + ":3: bad record"));
+  EXPECT_THAT(r.err, Not(HasSubstr(":6:")));
+  EXPECT_THAT(r.err, HasSubstr("--strict"));
+  EXPECT_EQ(r.out, "");
+  // Without --strict the same file replays, skipping both.
+  Outcome lenient = run("replay --json --topology " + topo() + " --telemetry " + path("bad.jsonl"));
+  EXPECT_EQ(lenient.code, 0) << lenient.err;  // the fault starts at 120: not yet
+  EXPECT_THAT(lenient.err, HasSubstr(":6: bad record"));
+  EXPECT_THAT(lenient.err, HasSubstr("2 bad"));
+}
+
+TEST_F(ReplayCliTest, ExitCodeIs0OnTheBaselineAnd1WhileAFaultIsOpen) {
+  simulate("baseline.yaml", 240);
+  Outcome base =
+      run("replay --topology " + topo() + " --telemetry " + path("log.jsonl") + " --json");
+  EXPECT_EQ(base.code, 0) << base.err << base.out;
+  auto j = nlohmann::json::parse(base.out);
+  for (const auto& i : j["incidents"]) EXPECT_TRUE(i["localized_at"].is_null()) << i.dump();
+  write("report.json", base.out);
+  EXPECT_EQ(run("score --truth " + path("truth.json") + " --report " + path("report.json") +
+                " --min-precision 1 --min-recall 1")
+                .code,
+            0);
+  // The table form has the same exit code.
+  EXPECT_EQ(run("replay --topology " + topo() + " --telemetry " + path("log.jsonl")).code, 0);
+
+  simulate("dead_responder.yaml", 240);
+  Outcome dead = run("replay --topology " + topo() + " --telemetry " + path("log.jsonl"));
+  EXPECT_EQ(dead.code, 1) << dead.err << dead.out;
+  EXPECT_THAT(dead.out, HasSubstr("host_unreachable"));
+
+  // Bad usage is 2.
+  EXPECT_EQ(run("replay --telemetry " + path("log.jsonl")).code, 2);
+  EXPECT_EQ(run("replay --topology " + topo() + " --telemetry " + path("missing.jsonl")).code, 2);
+}
+
+}  // namespace
