@@ -4,7 +4,8 @@
 // never told. The simulator feeds the analyzer in-process (the same records
 // a log would carry); each run's report is scored against its truth.
 //
-//   accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--threads N] [--json FILE]
+//   accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods netdiag,007,boolean,netbouncer]
+//            [--threads N] [--json FILE] [--one-way SHARE] [--path-unknown SHARE]
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "sim/score.h"
 #include "sim/rng.h"
 #include "sim/simulator.h"
+#include "telemetry/tee.h"
 
 namespace {
 
@@ -52,24 +54,17 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-struct Tee : telemetry::RecordSink {
-  std::vector<telemetry::RecordSink*> sinks;
-  void onProbe(const telemetry::ProbeRecord& r) override {
-    for (auto* s : sinks) s->onProbe(r);
-  }
-  void onPort(const telemetry::PortRecord& r) override {
-    for (auto* s : sinks) s->onPort(r);
-  }
-  void onLldp(const telemetry::LldpRecord& r) override {
-    for (auto* s : sinks) s->onLldp(r);
-  }
-};
+// Noise overrides from the command line (e.g. --one-way 0: no lost_fwd/lost_rev).
+double g_one_way = -1;
+double g_path_unknown = -1;
 
 std::vector<Run> runOne(const std::string& scenario_file, const std::string& kind,
                         const std::string& fabric, uint64_t seed,
                         const std::vector<std::string>& methods) {
   auto load = sim::loadScenarioFile(scenario_file);
   sim::Scenario sc = load.scenario;
+  if (g_one_way >= 0) sc.noise.one_way = g_one_way;
+  if (g_path_unknown >= 0) sc.noise.path_unknown = g_path_unknown;
   sc.fabric = {};
   sim::parseFabricSpec(kFabrics.at(fabric), sc.fabric);
   std::vector<topology::Diagnostic> errors;
@@ -85,8 +80,8 @@ std::vector<Run> runOne(const std::string& scenario_file, const std::string& kin
     return {};
   }
   auto localizers = bench::makeLocalizers(*topo, methods);
-  Tee tee;
-  for (auto& l : localizers) tee.sinks.push_back(l.sink.get());
+  telemetry::TeeSink tee;
+  for (auto& l : localizers) tee.add(l.sink.get());
   auto t0 = std::chrono::steady_clock::now();
   simulator->run(tee);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -127,6 +122,8 @@ int main(int argc, char** argv) {
     if (a == "--methods") methods_arg = argv[i + 1];
     if (a == "--threads") threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
     if (a == "--json") json_out = argv[i + 1];
+    if (a == "--one-way") g_one_way = std::atof(argv[i + 1]);
+    if (a == "--path-unknown") g_path_unknown = std::atof(argv[i + 1]);
   }
   std::vector<std::string> kinds = split(kinds_arg);
   if (kinds.empty()) {

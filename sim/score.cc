@@ -8,79 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/json_fields.h"
+
 namespace netdiag::sim {
 namespace {
 
 using nlohmann::json;
+using namespace detail;  // the shared field checks of json_fields.h
 
 // ---- report parsing --------------------------------------------------------
-
-struct ReportError {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw ReportError{where + ": " + what};
-}
-
-std::string field(const std::string& where, const char* key) {
-  return where.empty() ? std::string(key) : where + "." + key;
-}
-
-const json* find(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-std::string typeOf(const json& v) { return v.type_name(); }
-
-double requireNumber(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v) fail(field(where, key), "missing (expected a number)");
-  if (!v->is_number()) fail(field(where, key), "expected a number, got " + typeOf(*v));
-  return v->get<double>();
-}
-
-// `required`: the key must be present, though it may be null.
-std::optional<double> nullableNumber(const json& obj, const char* key, const std::string& where,
-                                     bool required) {
-  const json* v = find(obj, key);
-  if (!v) {
-    if (required) fail(field(where, key), "missing (expected a number or null)");
-    return std::nullopt;
-  }
-  if (v->is_null()) return std::nullopt;
-  if (!v->is_number()) fail(field(where, key), "expected a number or null, got " + typeOf(*v));
-  return v->get<double>();
-}
-
-std::string requireString(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v) fail(field(where, key), "missing (expected a string)");
-  if (!v->is_string()) fail(field(where, key), "expected a string, got " + typeOf(*v));
-  std::string s = v->get<std::string>();
-  if (s.empty()) fail(field(where, key), "must not be empty");
-  return s;
-}
-
-std::string optionalString(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v || v->is_null()) return {};
-  if (!v->is_string()) fail(field(where, key), "expected a string, got " + typeOf(*v));
-  return v->get<std::string>();
-}
-
-// Splits "X:p->Y:q" into its two port refs; nullopt when malformed.
-std::optional<std::pair<std::string, std::string>> splitDirLink(std::string_view link) {
-  auto arrow = link.find("->");
-  if (arrow == std::string_view::npos || link.find("->", arrow + 2) != std::string_view::npos) {
-    return std::nullopt;
-  }
-  auto src = link.substr(0, arrow);
-  auto dst = link.substr(arrow + 2);
-  if (!topology::splitPortRef(src) || !topology::splitPortRef(dst)) return std::nullopt;
-  return std::make_pair(std::string(src), std::string(dst));
-}
 
 Incident parseIncident(const json& j, size_t index) {
   std::string where = "incidents[" + std::to_string(index) + "]";
@@ -107,9 +43,7 @@ Incident parseIncident(const json& j, size_t index) {
   if (inc.link.empty() && inc.isLinkKind()) {
     fail(field(where, "link"), "missing (a " + inc.kind + " incident names its link X:p->Y:q)");
   }
-  if (!inc.link.empty() && !splitDirLink(inc.link)) {
-    fail(field(where, "link"), "'" + inc.link + "' is not a directed link X:p->Y:q");
-  }
+  if (!inc.link.empty()) checkDirLink(inc.link, field(where, "link"));
   inc.node = optionalString(j, "node", where);
   if (inc.node.empty() && inc.kind == "host_unreachable") {
     fail(field(where, "node"), "missing (a host_unreachable incident names its node)");
@@ -347,15 +281,7 @@ json timeJson(const TimeStats& s) {
 }  // namespace
 
 std::optional<IncidentReport> reportFromJson(const std::string& text, std::string& error) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    error = std::string("not valid JSON: ") + e.what();
-    return std::nullopt;
-  }
-  try {
-    if (!root.is_object()) fail("report", "expected a JSON object, got " + typeOf(root));
+  return parseObject(text, "report", error, [](const json& root) {
     IncidentReport report;
     report.generated_at = requireNumber(root, "generated_at", "");
     const json* incidents = find(root, "incidents");
@@ -370,10 +296,7 @@ std::optional<IncidentReport> reportFromJson(const std::string& text, std::strin
       report.incidents.push_back(std::move(inc));
     }
     return report;
-  } catch (const ReportError& e) {
-    error = e.message;
-    return std::nullopt;
-  }
+  });
 }
 
 std::string_view directionName(Direction d) {

@@ -5,62 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/json_fields.h"
 #include "topology/model.h"
 
 namespace netdiag::sim {
 namespace {
 
 using nlohmann::json;
-
-// Parse failures carry the path of the offending field ("faults[2].onset").
-struct TruthError {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw TruthError{where + ": " + what};
-}
-
-std::string typeOf(const json& v) { return v.type_name(); }
-
-std::string field(const std::string& where, const char* key) {
-  return where.empty() ? std::string(key) : where + "." + key;
-}
-
-const json* find(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-double requireNumber(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v) fail(field(where, key), "missing (expected a number)");
-  if (!v->is_number()) fail(field(where, key), "expected a number, got " + typeOf(*v));
-  return v->get<double>();
-}
-
-std::optional<double> optionalNumber(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v || v->is_null()) return std::nullopt;
-  if (!v->is_number()) fail(field(where, key), "expected a number or null, got " + typeOf(*v));
-  return v->get<double>();
-}
-
-std::string optionalString(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v || v->is_null()) return {};
-  if (!v->is_string()) fail(field(where, key), "expected a string, got " + typeOf(*v));
-  return v->get<std::string>();
-}
-
-std::string requireString(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v) fail(field(where, key), "missing (expected a string)");
-  if (!v->is_string()) fail(field(where, key), "expected a string, got " + typeOf(*v));
-  std::string s = v->get<std::string>();
-  if (s.empty()) fail(field(where, key), "must not be empty");
-  return s;
-}
+using namespace detail;  // the shared field checks of json_fields.h
 
 uint64_t optionalUnsigned(const json& obj, const char* key) {
   const json* v = find(obj, key);
@@ -69,15 +21,6 @@ uint64_t optionalUnsigned(const json& obj, const char* key) {
     fail(key, "expected a non-negative integer, got " + (v->is_number() ? v->dump() : typeOf(*v)));
   }
   return v->get<uint64_t>();
-}
-
-// "X:p->Y:q" with two well-formed port refs; the scorer depends on it.
-void checkDirLink(const std::string& link, const std::string& where) {
-  auto arrow = link.find("->");
-  bool ok = arrow != std::string::npos && link.find("->", arrow + 2) == std::string::npos &&
-            topology::splitPortRef(std::string_view(link).substr(0, arrow)) &&
-            topology::splitPortRef(std::string_view(link).substr(arrow + 2));
-  if (!ok) fail(where, "'" + link + "' is not a directed link X:p->Y:q");
 }
 
 TruthItem parseItem(const json& j, const std::string& where, bool fault) {
@@ -102,13 +45,13 @@ TruthItem parseItem(const json& j, const std::string& where, bool fault) {
     }
   }
   item.onset = requireNumber(j, "onset", where);
-  item.end = optionalNumber(j, "end", where);
+  item.end = nullableNumber(j, "end", where);
   if (item.end && *item.end < item.onset) {
     fail(where + ".end", "ends (" + json(*item.end).dump() + ") before its onset (" +
                              json(item.onset).dump() + ")");
   }
-  item.loss = optionalNumber(j, "loss", where).value_or(0);
-  item.latency_us = optionalNumber(j, "latency_us", where).value_or(0);
+  item.loss = nullableNumber(j, "loss", where).value_or(0);
+  item.latency_us = nullableNumber(j, "latency_us", where).value_or(0);
 
   if (!item.link.empty()) checkDirLink(item.link, where + ".link");
   // What the scorer needs to match each kind must be there.
@@ -171,15 +114,7 @@ std::string truthToJson(const Truth& truth) {
 }
 
 std::optional<Truth> truthFromJson(const std::string& text, std::string& error) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    error = std::string("not valid JSON: ") + e.what();
-    return std::nullopt;
-  }
-  try {
-    if (!root.is_object()) fail("truth", "expected a JSON object, got " + typeOf(root));
+  return parseObject(text, "truth", error, [](const json& root) {
     Truth truth;
     truth.seed = optionalUnsigned(root, "seed");
     truth.ecmp_seed = optionalUnsigned(root, "ecmp_seed");
@@ -191,10 +126,7 @@ std::optional<Truth> truthFromJson(const std::string& text, std::string& error) 
     truth.faults = parseItems(root, "faults", true, ids);
     truth.traps = parseItems(root, "traps", false, ids);
     return truth;
-  } catch (const TruthError& e) {
-    error = e.message;
-    return std::nullopt;
-  }
+  });
 }
 
 }  // namespace netdiag::sim

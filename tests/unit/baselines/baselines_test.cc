@@ -16,6 +16,7 @@
 #include "planner/plan.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "telemetry/tee.h"
 #include "topology/generators.h"
 
 namespace netdiag::baselines {
@@ -24,20 +25,6 @@ namespace {
 using topology::DirLinkId;
 using topology::Role;
 using topology::Topology;
-
-// Feeds one record stream to several sinks.
-struct Fanout : telemetry::RecordSink {
-  std::vector<telemetry::RecordSink*> sinks;
-  void onProbe(const telemetry::ProbeRecord& r) override {
-    for (auto* s : sinks) s->onProbe(r);
-  }
-  void onPort(const telemetry::PortRecord& r) override {
-    for (auto* s : sinks) s->onPort(r);
-  }
-  void onLldp(const telemetry::LldpRecord& r) override {
-    for (auto* s : sinks) s->onLldp(r);
-  }
-};
 
 DirLinkId firstLeafToSpine(const Topology& t) {
   for (DirLinkId d = 0; d < t.dirLinkCount(); ++d) {
@@ -64,8 +51,8 @@ SimRun simulate(const Topology& topo, const sim::Scenario& scenario) {
   auto sim = sim::Simulator::create(topo, scenario, plan, {}, errors);
   EXPECT_NE(sim, nullptr) << (errors.empty() ? "" : errors[0].str());
   if (!sim) return run;
-  Fanout fan;
-  for (auto& b : run.baselines) fan.sinks.push_back(b.get());
+  telemetry::TeeSink fan;
+  for (auto& b : run.baselines) fan.add(b.get());
   sim->run(fan);
   for (auto& b : run.baselines) b->finish();
   return run;

@@ -1,49 +1,20 @@
 #include "store/incident_store.h"
 
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "store/migrations.h"
 #include "store/sqlite.h"
 #include "store/topology_store.h"
+#include "tests/unit/store/store_fixture.h"
 #include "topology/model.h"
 
 namespace netdiag::store {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("netdiag_incident_store_test_" + std::to_string(::getpid()) + "_" +
-             std::to_string(counter++) + "_" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 Database openMigrated(const std::string& path) {
   auto db = openAndMigrate(path);

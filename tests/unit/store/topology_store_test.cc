@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "store/migrations.h"
 #include "store/sqlite.h"
+#include "tests/unit/store/store_fixture.h"
 
 namespace netdiag::store {
 namespace {
@@ -19,30 +18,6 @@ namespace fs = std::filesystem;
 using topology::Node;
 using topology::Role;
 using topology::Topology;
-
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("netdiag_store_test_" + std::to_string(::getpid()) + "_" +
-             std::to_string(counter++) + "_" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 Node makeNode(std::string name, std::string role_name, std::optional<int64_t> pod,
               std::string addr = {}, uint32_t line = 0) {
