@@ -18,9 +18,11 @@
 // time (wall of the engine run minus it is another estimate of the engine's).
 
 #include <sys/resource.h>
+#include <time.h>
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +54,12 @@ double currentRssMiB() {
   return static_cast<double>(resident) * 4096.0 / (1024.0 * 1024.0);
 }
 
+double threadCpuS() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 struct Count : telemetry::RecordSink {
   uint64_t probes = 0, ports = 0, lldp = 0;
   void onProbe(const telemetry::ProbeRecord&) override { ++probes; }
@@ -68,8 +76,11 @@ struct Timed : telemetry::RecordSink {
   uint64_t max_pass_ticks = 0;
   double max_pass_at = 0;
   uint64_t max_other_ticks = 0;  // slowest call without a pass
+  double max_other_at = 0;
   uint64_t passes = 0;
-  double t = 0;
+  uint64_t pass_cpu_passes = 0;
+  double pass_cpu_s = 0, max_pass_cpu_s = 0;  // thread CPU time of the pass calls
+  double t = 0, newest = -1e300;
   struct Sample {
     double t, rss_mib, pass_ms_ticks;
   };
@@ -81,13 +92,23 @@ struct Timed : telemetry::RecordSink {
   template <typename F>
   void timed(double rt, F&& f) {
     const uint64_t before = engine.stats().passes;
+    // Thread CPU time around calls that cross a whole second of log time
+    // (a syscall, so not on every call). Only counts passes that fall on
+    // such a call; pass_cpu_passes says how many did.
+    const bool crossing = rt > newest && std::floor(rt) > std::floor(newest);
+    const double cpu0 = crossing ? threadCpuS() : 0;
     const uint64_t a = __rdtsc();
     f();
     const uint64_t dt = __rdtsc() - a;
+    const double cpu = crossing ? threadCpuS() - cpu0 : 0;
+    newest = std::max(newest, rt);
     ticks += dt;
     t = rt;
     if (engine.stats().passes != before) {
       ++passes;
+      pass_cpu_s += cpu;
+      pass_cpu_passes += crossing;
+      max_pass_cpu_s = std::max(max_pass_cpu_s, cpu);
       pass_ticks += dt;
       pass_list.push_back(dt);
       if (dt > max_pass_ticks) max_pass_ticks = dt, max_pass_at = rt;
@@ -95,7 +116,7 @@ struct Timed : telemetry::RecordSink {
         samples.push_back({rt, currentRssMiB(), static_cast<double>(dt)});
       }
     } else {
-      max_other_ticks = std::max(max_other_ticks, dt);
+      if (dt > max_other_ticks) max_other_ticks = dt, max_other_at = rt;
     }
   }
   void onProbe(const telemetry::ProbeRecord& r) override {
@@ -272,7 +293,9 @@ int main(int argc, char** argv) {
       "\"records\": %llu, \"engine_probe_records_per_s\": %.0f, "
       "\"engine_ingest_only_records_per_s\": %.0f, \"passes\": %llu, \"pass_max_s\": %.3f, "
       "\"pass_max_at\": %.0f, \"pass_mean_s\": %.3f, \"pass_p50_s\": %.3f, \"pass_p90_s\": %.3f, "
-      "\"max_nonpass_call_ms\": %.3f, \"rss_before_engine_mib\": %.0f, \"rss_end_mib\": %.0f, "
+      "\"max_nonpass_call_ms\": %.3f, \"max_nonpass_call_at\": %.0f, "
+      "\"pass_cpu_passes\": %llu, \"pass_cpu_mean_s\": %.3f, \"pass_cpu_max_s\": %.3f, "
+      "\"rss_before_engine_mib\": %.0f, \"rss_end_mib\": %.0f, "
       "\"peak_rss_mib\": %.0f, \"incidents\": %zu, \"link_incidents\": %d, "
       "\"localized_incidents\": %d, \"fault_link\": \"%s\", \"fault_localized\": \"%s\", "
       "\"localized_at\": %.0f, \"onset\": %.0f}\n",
@@ -285,7 +308,10 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(timed.passes),
       static_cast<double>(timed.max_pass_ticks) * tick_s, timed.max_pass_at,
       timed.passes ? pass_s / static_cast<double>(timed.passes) : 0.0, pct(0.5), pct(0.9),
-      static_cast<double>(timed.max_other_ticks) * tick_s * 1e3, rss_before_engine,
+      static_cast<double>(timed.max_other_ticks) * tick_s * 1e3, timed.max_other_at,
+      static_cast<unsigned long long>(timed.pass_cpu_passes),
+      timed.pass_cpu_passes ? timed.pass_cpu_s / static_cast<double>(timed.pass_cpu_passes) : 0.0,
+      timed.max_pass_cpu_s, rss_before_engine,
       currentRssMiB(), peakRssMiB(), report.incidents.size(), link_incidents, localized_incidents,
       truth_link.c_str(), found.c_str(), localized_at, onset);
   return 0;
