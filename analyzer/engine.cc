@@ -259,8 +259,8 @@ struct Engine::Impl {
     // Each lossy segment keeps the share of its losses not yet explained.
     // A segment certainly through the accepted link (or to the accepted
     // host) is explained whole; one that only may have crossed it, on a
-    // stretch discovery did not see, by the posterior odds that it did:
-    // s*x / (s*x + q0), with s the link's per-hop ECMP share there.
+    // stretch discovery did not see, by the posterior that it did
+    // (crossedPosterior).
     std::vector<double> unexplained(segs.size(), 1.0);
     std::vector<std::pair<Key, Candidate>> accepted;
     const double log_m = std::log(static_cast<double>(topo.dirLinkCount() + topo.nodeCount()));
@@ -375,9 +375,23 @@ struct Engine::Impl {
     return (a && !*a) || (b && !*b);
   }
 
+  // Posterior probability that a lossy segment crossed a link of loss `x`
+  // that lies on its unseen stretch with ECMP share `s`: the prior s, times
+  // the likelihood of the segment's own n and k with and without the link's
+  // loss. A flow that lost every probe is almost surely through a blackhole
+  // even at a small share; one stray loss is weaker evidence.
+  double crossedPosterior(const LossySegment& seg, double s, double x) const {
+    const double q0 = background, q1 = std::min(q0 + x, 1.0 - 1e-12);
+    double log_ratio = seg.k * std::log(q1 / q0);
+    if (seg.n > seg.k) log_ratio += (seg.n - seg.k) * (std::log1p(-q1) - std::log1p(-q0));
+    if (log_ratio > 50) return 1.0;
+    double odds = s * std::exp(log_ratio);
+    return odds / (odds + (1.0 - s));
+  }
+
   // Removes from the evidence what link `d` with loss `x` explains: every
   // segment certainly through it, and segments that may have crossed it on
-  // a stretch discovery did not see, by the posterior odds s*x / (s*x + q0).
+  // a stretch discovery did not see, by the posterior that they did.
   template <typename Discount>
   void explainBy(DirLinkId d, double x,
                  std::unordered_map<uint32_t, std::vector<uint32_t>>& link_segs,
@@ -398,7 +412,7 @@ struct Engine::Impl {
           s_max = std::max(s_max, shares.share(m.from, m.to, d));
         }
       }
-      if (s_max > 0) discount(i, s_max * x / (s_max * x + background));
+      if (s_max > 0) discount(i, crossedPosterior(segs[i], s_max, x));
     }
   }
 
