@@ -291,7 +291,7 @@ struct Engine::Impl {
       for (DirLinkId d : {2 * l, 2 * l + 1}) {
         if (auto it = link_c.find(d); it != link_c.end()) it->second.accepted = true;
         // Flows reroute around such a link, so remembered paths are suspect.
-        explainBy(d, 1.0, link_segs, discount, true);
+        explainBy(d, std::nullopt, link_segs, discount, true);
       }
     }
     // Segments claimed by a paged incident count for nobody else.
@@ -380,8 +380,12 @@ struct Engine::Impl {
   // the likelihood of the segment's own n and k with and without the link's
   // loss. A flow that lost every probe is almost surely through a blackhole
   // even at a small share; one stray loss is weaker evidence.
-  double crossedPosterior(const LossySegment& seg, double s, double x) const {
-    const double q0 = background, q1 = std::min(q0 + x, 1.0 - 1e-12);
+  // For a link the counters report down or flapping, x is left unknown (it
+  // was down for part of some windows): any loss on a flow that may have
+  // crossed it is taken as its doing.
+  double crossedPosterior(const LossySegment& seg, double s, std::optional<double> x) const {
+    if (!x) return s / (s + background);
+    const double q0 = background, q1 = std::min(q0 + *x, 1.0 - 1e-12);
     double log_ratio = seg.k * std::log(q1 / q0);
     if (seg.n > seg.k) log_ratio += (seg.n - seg.k) * (std::log1p(-q1) - std::log1p(-q0));
     if (log_ratio > 50) return 1.0;
@@ -393,7 +397,7 @@ struct Engine::Impl {
   // segment certainly through it, and segments that may have crossed it on
   // a stretch discovery did not see, by the posterior that they did.
   template <typename Discount>
-  void explainBy(DirLinkId d, double x,
+  void explainBy(DirLinkId d, std::optional<double> x,
                  std::unordered_map<uint32_t, std::vector<uint32_t>>& link_segs,
                  Discount& discount, bool doubt_cache = false) {
     const auto& segs = lossy.segments();
