@@ -7,13 +7,16 @@ namespace netdiag::analyzer {
 using topology::DirLinkId;
 using topology::NodeId;
 
-EcmpShares::EcmpShares(const topology::Topology& topo, size_t max_pairs)
-    : topo_(topo), router_(topo), max_pairs_(max_pairs) {}
+EcmpShares::EcmpShares(const topology::Topology& topo, size_t max_entries)
+    : topo_(topo), router_(topo), max_entries_(max_entries) {}
 
 const EcmpShares::Shares& EcmpShares::pair(NodeId from, NodeId to) {
   uint64_t key = static_cast<uint64_t>(from) << 32 | to;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  if (cache_.size() >= max_pairs_) cache_.clear();
+  if (entries_ >= max_entries_) {
+    cache_.clear();
+    entries_ = 0;
+  }
   Shares shares;
   // Push probability mass hop by hop in BFS order from `from`: every node is
   // reached only from nodes one hop farther from `to`, so its mass is
@@ -34,11 +37,20 @@ const EcmpShares::Shares& EcmpShares::pair(NodeId from, NodeId to) {
     }
   }
   std::sort(shares.begin(), shares.end());
+  entries_ += shares.size();
   return cache_.emplace(key, std::move(shares)).first->second;
 }
 
 double EcmpShares::share(NodeId from, NodeId to, DirLinkId d) {
   if (from == topology::kNone || to == topology::kNone || from == to) return 0;
+  // d = u->v lies on a shortest from->to path iff u is one hop farther from
+  // `to` than v and as far from `from` as `from` is from `to` less the rest.
+  const NodeId u = topo_.dirSrcNode(d), v = topo_.dirDstNode(d);
+  auto to_dist = router_.distancesTo(to);
+  const auto& dt = *to_dist;
+  constexpr auto kFar = topology::Router::kUnreachable;
+  if (dt[from] == kFar || dt[v] == kFar || dt[u] != dt[v] + 1 || dt[u] > dt[from]) return 0;
+  if ((*router_.distancesTo(u))[from] + dt[u] != dt[from]) return 0;
   const Shares& s = pair(from, to);
   auto it = std::lower_bound(s.begin(), s.end(), std::make_pair(d, 0.0));
   return it != s.end() && it->first == d ? it->second : 0;

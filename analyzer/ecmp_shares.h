@@ -18,9 +18,12 @@ namespace netdiag::analyzer {
 
 class EcmpShares {
  public:
-  explicit EcmpShares(const topology::Topology& topo, size_t max_pairs = 200000);
+  // `max_entries` bounds the cache (link shares kept over all pairs).
+  explicit EcmpShares(const topology::Topology& topo, size_t max_entries = 8'000'000);
 
   // Share of link `d` on the switch pair; 0 when it is not on any path.
+  // Checks hop distances first, so pairs whose paths cannot contain `d` are
+  // answered without building their shares.
   double share(topology::NodeId from, topology::NodeId to, topology::DirLinkId d);
 
  private:
@@ -29,7 +32,8 @@ class EcmpShares {
 
   const topology::Topology& topo_;
   topology::Router router_;
-  size_t max_pairs_;
+  size_t max_entries_;
+  size_t entries_ = 0;
   std::unordered_map<uint64_t, Shares> cache_;
 };
 
