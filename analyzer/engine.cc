@@ -93,7 +93,9 @@ struct Engine::Impl {
         counters(t.portCount(), buckets, c.bucket_s),
         latency(t.dirLinkCount(), buckets, c.bucket_s),
         lldp_neighbor(t.portCount()),
-        lldp_mismatch(t.portCount(), false) {}
+        lldp_mismatch(t.portCount(), false) {
+    if (c.expected_flows > 0) flows.reserve(c.expected_flows);
+  }
 
   // ---- ingest --------------------------------------------------------------
 

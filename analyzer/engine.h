@@ -30,6 +30,7 @@ struct EngineConfig {
   double page_confidence = 0.99;  // localize (page) at or above this posterior
   double min_loss = 3e-4;       // smallest loss ratio worth a link incident
   double resolve_after_s = 60;  // clean this long before an incident resolves
+  size_t expected_flows = 0;    // sizes the path memory up front (0: grow as seen)
 };
 
 struct IngestStats {

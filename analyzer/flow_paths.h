@@ -7,9 +7,15 @@
 // path may be stale for one window after a reroute; clean records on it
 // then exonerate links the flow no longer crosses, which costs little.)
 // Without any discovery, only a flow's access links are certain.
+//
+// The cache is a flat open-addressing table (linear probing, power-of-two
+// capacity, backward-shift deletion) of 32-byte slots: a slot holds the
+// flow's key and its path packed inline at the fewest bits a directed link
+// id of the topology needs (6 links of 19 bits at 100k host ports), so a
+// lookup touches one cache line. Longer paths (or ids out of range) live in
+// a side pool.
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "analyzer/evidence.h"
@@ -28,26 +34,51 @@ class FlowPaths {
   Middle forwardLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out);
   Middle reverseLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out) const;
 
-  size_t cachedFlows() const { return cache_.size(); }
+  size_t cachedFlows() const { return size_; }
+  // Makes room for `flows` cached flows without regrowing.
+  void reserve(size_t flows);
 
  private:
-  struct Key {
-    topology::PortId src, dst;
+  struct Slot {
     uint64_t flow;
-    bool operator==(const Key&) const = default;
+    uint32_t src, dst;
+    // Path bits: lo, then the low 56 bits of hi; the top byte of hi is the
+    // slot's tag: 0 empty, 1..kMaxInline the inline path's length, kSpill a
+    // path in spill_[lo].
+    uint64_t lo, hi;
   };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      uint64_t h = (static_cast<uint64_t>(k.src) << 32 | k.dst) * 0x9e3779b97f4a7c15ull;
-      return static_cast<size_t>(h ^ (k.flow * 0xc2b2ae3d27d4eb4full));
-    }
-  };
+  static_assert(sizeof(Slot) == 32);
+  static constexpr uint64_t kSpill = 0xff;
+  static constexpr unsigned kPathBits = 120;
+
+  static uint64_t tagOf(const Slot& s) { return s.hi >> 56; }
+  size_t home(topology::PortId src, topology::PortId dst, uint64_t flow) const;
+  Slot* find(topology::PortId src, topology::PortId dst, uint64_t flow);
+  void store(topology::PortId src, topology::PortId dst, uint64_t flow,
+             const std::vector<topology::DirLinkId>& path);
+  void erase(Slot* s);
+  void rehash(size_t capacity);
+  bool fitsInline(const std::vector<topology::DirLinkId>& path) const;
+  void setPath(Slot& s, const std::vector<topology::DirLinkId>& path);
+  size_t pathSize(const Slot& s) const;
+  void getPath(const Slot& s, std::vector<topology::DirLinkId>& out) const;
+  bool hasPrefix(const Slot& s, const std::vector<topology::DirLinkId>& prefix) const;
+
   // Only the two access links are certain; the switches between are unseen.
   Middle accessOnly(topology::PortId src, topology::PortId dst,
                     std::vector<topology::DirLinkId>& out) const;
+  Middle accessMiddle(topology::PortId src, topology::PortId dst) const;
 
   const topology::Topology& topo_;
-  std::unordered_map<Key, std::vector<topology::DirLinkId>, KeyHash> cache_;
+  unsigned id_bits_;    // bits per inline link id
+  unsigned max_inline_; // links per inline path
+  uint64_t id_mask_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
+  size_t mask_ = 0;  // capacity - 1
+  unsigned shift_ = 64;
+  size_t size_ = 0;
+  std::vector<std::vector<topology::DirLinkId>> spill_;
+  std::vector<uint64_t> spill_free_;
 };
 
 }  // namespace netdiag::analyzer

@@ -216,7 +216,9 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "simulator ready: %.2f s, rss %.0f MiB (peak %.0f)\n", secs(t1, t2),
                rss_before_engine, peak_before_engine);
 
-  analyzer::Engine engine(*topo);
+  analyzer::EngineConfig config;
+  config.expected_flows = plan.flowCount();  // as the daemon will, from the plan it serves
+  analyzer::Engine engine(*topo, config);
   std::vector<std::string> events;
   engine.onIncidentChange([&](const analyzer::Incident& i) {
     if (events.size() < 200) {
