@@ -186,26 +186,29 @@ int main(int argc, char** argv) {
       if (it.is_fault && it.open_delay) a.open.push_back(*it.open_delay);
     }
   }
-  std::printf("%-18s %-10s %5s %6s %9s %7s %6s %5s %9s %9s %8s %8s\n", "kind", "method", "runs",
-              "items", "precision", "recall", "F1", "FP", "dir-fab", "dir-acc", "ttl-med",
-              "open-med");
+  std::printf("%-18s %-10s %5s %6s %9s %7s %6s %5s %9s %9s %8s %8s %8s\n", "kind", "method",
+              "runs", "items", "precision", "recall", "F1", "FP", "dir-fab", "dir-acc", "ttl-med",
+              "ttl-max", "open-med");
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [key, a] : agg) {
     double precision = a.found + a.fp ? static_cast<double>(a.found) / (a.found + a.fp) : 1.0;
     double recall = a.items ? static_cast<double>(a.found) / a.items : 1.0;
     double f1 = precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0;
     auto ratio = [](size_t ok, size_t n) { return n ? static_cast<double>(ok) / n : NAN; };
-    std::printf("%-18s %-10s %5zu %6zu %9.3f %7.3f %6.3f %5zu %9.3f %9.3f %8.1f %8.1f\n",
+    const double ttl_max = a.ttl.empty() ? NAN : *std::max_element(a.ttl.begin(), a.ttl.end());
+    std::printf("%-18s %-10s %5zu %6zu %9.3f %7.3f %6.3f %5zu %9.3f %9.3f %8.1f %8.1f %8.1f\n",
                 key.first.c_str(), key.second.c_str(), a.runs, a.items, precision, recall, f1,
                 a.fp, ratio(a.dir_fabric_ok, a.dir_fabric), ratio(a.dir_access_ok, a.dir_access),
-                median(a.ttl), median(a.open));
+                median(a.ttl), ttl_max, median(a.open));
     out.push_back({{"kind", key.first}, {"method", key.second}, {"runs", a.runs},
                    {"items", a.items}, {"found", a.found}, {"false_positives", a.fp},
                    {"link_false_positives", a.fp_link}, {"precision", precision},
                    {"recall", recall}, {"f1", f1},
                    {"direction_fabric", ratio(a.dir_fabric_ok, a.dir_fabric)},
                    {"direction_access", ratio(a.dir_access_ok, a.dir_access)},
-                   {"ttl_median_s", median(a.ttl)}, {"open_delay_median_s", median(a.open)}});
+                   {"ttl_median_s", median(a.ttl)},
+                   {"ttl_max_s", a.ttl.empty() ? NAN : *std::max_element(a.ttl.begin(), a.ttl.end())},
+                   {"open_delay_median_s", median(a.open)}});
   }
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << '\n';
   return 0;
