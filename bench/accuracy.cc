@@ -208,7 +208,11 @@ int main(int argc, char** argv) {
                    {"direction_access", ratio(a.dir_access_ok, a.dir_access)},
                    {"ttl_median_s", median(a.ttl)},
                    {"ttl_max_s", a.ttl.empty() ? NAN : *std::max_element(a.ttl.begin(), a.ttl.end())},
-                   {"open_delay_median_s", median(a.open)}});
+                   {"open_delay_median_s", median(a.open)},
+                   {"found_within_180s", std::count_if(a.ttl.begin(), a.ttl.end(),
+                                                       [](double t) { return t <= 180; })},
+                   {"found_within_120s", std::count_if(a.ttl.begin(), a.ttl.end(),
+                                                       [](double t) { return t <= 120; })}});
   }
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << '\n';
   return 0;
