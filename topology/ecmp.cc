@@ -125,24 +125,27 @@ PathSet Router::paths(PortId src, PortId dst) {
 }
 
 void Router::nextHops(NodeId u, NodeId dst, std::vector<DirLinkId>& out) {
-  auto dist_ptr = distancesTo(dst);
-  const auto& dist = *dist_ptr;
+  appendNextHops(*distancesTo(dst), u, out);
+}
+
+bool Router::isNextHop(const std::vector<uint16_t>& dist, NodeId u, DirLinkId d, NodeId v) const {
+  return dist[v] + 1u == dist[u] && !down_[Topology::linkOf(d)];
+}
+
+void Router::appendNextHops(const std::vector<uint16_t>& dist, NodeId u,
+                            std::vector<DirLinkId>& out) const {
   if (dist[u] == 0 || dist[u] == kUnreachable) return;
   for (auto [d, v] : switchHops(u)) {
-    if (dist[v] + 1u == dist[u] && !down_[Topology::linkOf(d)]) out.push_back(d);
+    if (isNextHop(dist, u, d, v)) out.push_back(d);
   }
 }
 
 void PathSet::nextHops(NodeId u, std::vector<DirLinkId>& out) const {
-  const auto& dist = *dist_;
-  if (dist[u] == 0 || dist[u] == Router::kUnreachable) return;
-  for (auto [d, v] : router_->switchHops(u)) {
-    if (isNextHop(u, d, v)) out.push_back(d);
-  }
+  router_->appendNextHops(*dist_, u, out);
 }
 
 bool PathSet::isNextHop(NodeId u, DirLinkId d, NodeId v) const {
-  return (*dist_)[v] + 1u == (*dist_)[u] && !router_->down_[Topology::linkOf(d)];
+  return router_->isNextHop(*dist_, u, d, v);
 }
 
 std::vector<std::pair<DirLinkId, double>> PathSet::linkShares() const {

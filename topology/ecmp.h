@@ -116,6 +116,11 @@ class Router {
   std::span<const Hop> switchHops(NodeId n) const {
     return {hops_.data() + hop_begin_[n], hop_begin_[n + 1] - hop_begin_[n]};
   }
+  // The one next-hop rule: an up link to a switch one hop closer to the
+  // destination whose distances are `dist`.
+  bool isNextHop(const std::vector<uint16_t>& dist, NodeId u, DirLinkId d, NodeId v) const;
+  void appendNextHops(const std::vector<uint16_t>& dist, NodeId u,
+                      std::vector<DirLinkId>& out) const;
 
   const Topology& topo_;
   std::vector<uint32_t> hop_begin_;
