@@ -42,7 +42,7 @@ constexpr double kMinLatencyZ = 8;
 // to it (a dead responder, a rebooting host).
 struct Key {
   enum Kind : uint8_t { kLink, kNode, kPorts } kind;
-  uint32_t id;  // link, node, or index into miscabling groups
+  uint32_t id;  // link; node (a host, or the node whose cables disagree)
   bool operator<(const Key& o) const { return kind != o.kind ? kind < o.kind : id < o.id; }
 };
 
@@ -628,8 +628,6 @@ struct Engine::Impl {
 
   // LLDP: ports whose neighbour disagrees with the topology, one incident per
   // node with such ports.
-  std::map<NodeId, uint32_t> miscabling_ids;
-  std::vector<std::vector<PortId>> miscabling_groups;
 
   void miscabling(double now, std::set<Key>& seen) {
     std::map<NodeId, std::vector<PortId>> bad;
@@ -637,9 +635,7 @@ struct Engine::Impl {
       if (lldp_mismatch[p]) bad[topo.port(p).node].push_back(p);
     }
     for (auto& [node, ports] : bad) {
-      auto [it, inserted] = miscabling_ids.emplace(node, miscabling_groups.size());
-      if (inserted) miscabling_groups.push_back({});
-      Key key{Key::kPorts, it->second};
+      Key key{Key::kPorts, node};
       seen.insert(key);
       Tracked& t = track(key, now);
       Incident& inc = t.incident;
@@ -688,10 +684,7 @@ struct Engine::Impl {
       Key key{Key::kLink, i.link};
       if (i.node != kNone) key = {Key::kNode, i.node};
       if (!i.ports.empty()) {
-        NodeId n = topo.port(i.ports.front()).node;
-        auto [it, inserted] = miscabling_ids.emplace(n, miscabling_groups.size());
-        if (inserted) miscabling_groups.push_back({});
-        key = {Key::kPorts, it->second};
+        key = {Key::kPorts, topo.port(i.ports.front()).node};
       }
       if (i.resolved_at || key.id == kNone || tracked.contains(key)) {
         history.push_back(i);
