@@ -5,15 +5,10 @@ namespace {
 
 // The increase since the last sample; nullopt when there is no previous
 // sample or the counter went backwards (a reset).
-std::optional<double> delta(std::optional<uint64_t>& last, const std::optional<uint64_t>& now,
-                            bool& reset) {
+std::optional<double> delta(std::optional<uint64_t>& last, const std::optional<uint64_t>& now) {
   std::optional<double> d;
   if (now && last) {
-    if (*now >= *last) {
-      d = static_cast<double>(*now - *last);
-    } else {
-      reset = true;
-    }
+    if (*now >= *last) d = static_cast<double>(*now - *last);
   }
   if (now) last = now;
   return d;
@@ -30,23 +25,19 @@ PortCounters::PortCounters(size_t ports, size_t buckets, double width_s)
 void PortCounters::add(const telemetry::PortRecord& r) {
   State& s = state_[r.port];
   if (r.t < s.t) return;  // an older sample than one already seen
-  bool reset = false;
-  auto rx = delta(s.rx_packets, r.rx_packets, reset);
-  auto tx = delta(s.tx_packets, r.tx_packets, reset);
+  auto rx = delta(s.rx_packets, r.rx_packets);
+  auto tx = delta(s.tx_packets, r.tx_packets);
   // CRC errors are the precise signal; rx_errors stands in when absent.
   const auto& errors = r.rx_crc_errors ? r.rx_crc_errors : r.rx_errors;
-  auto err = delta(s.rx_errors, errors, reset);
-  auto drops = delta(s.tx_drops, r.tx_drops, reset);
-  auto carrier = delta(s.carrier, r.carrier_changes, reset);
-  if (reset) ++resets_;
+  auto err = delta(s.rx_errors, errors);
+  auto drops = delta(s.tx_drops, r.tx_drops);
+  auto carrier = delta(s.carrier, r.carrier_changes);
   if (err && *err > 0) rx_errors_.add(r.port, r.t, rx.value_or(0), *err);
   if (rx && (!err || *err == 0)) rx_errors_.add(r.port, r.t, *rx, 0);
   if (drops || tx) tx_drops_.add(r.port, r.t, tx.value_or(0), drops.value_or(0));
   if (carrier && *carrier > 0) carrier_.add(r.port, r.t, 0, *carrier);
   if (r.oper_up) {
-    int8_t up = *r.oper_up ? 1 : 0;
-    if (up != s.oper) s.oper_since = r.t;
-    s.oper = up;
+    s.oper = *r.oper_up ? 1 : 0;
   }
   s.t = r.t;
 }

@@ -27,19 +27,15 @@ class PortCounters {
   double carrierChanges(topology::PortId p) const { return carrier_.total(p).k; }
   // Latest reported oper state; nullopt when never reported.
   std::optional<bool> operUp(topology::PortId p) const;
-  double operChangedAt(topology::PortId p) const { return state_[p].oper_since; }
-  uint64_t resets() const { return resets_; }
 
  private:
   struct State {
     double t = -1;
     std::optional<uint64_t> rx_packets, tx_packets, rx_errors, tx_drops, carrier;
     int8_t oper = -1;  // -1 unknown
-    double oper_since = 0;
   };
   BucketedTallies rx_errors_, tx_drops_, carrier_;
   std::vector<State> state_;
-  uint64_t resets_ = 0;
 };
 
 }  // namespace netdiag::analyzer
