@@ -726,6 +726,9 @@ void Engine::onLldp(const LldpRecord& r) { impl_->lldp(r); }
 Report Engine::report() const { return impl_->report(); }
 const IngestStats& Engine::stats() const { return impl_->stats; }
 void Engine::finish() { impl_->finish(); }
+void Engine::advanceTo(double t) {
+  if (t > impl_->newest) impl_->clock(t);
+}
 
 void Engine::restore(const std::vector<Incident>& incidents) { impl_->restore(incidents); }
 

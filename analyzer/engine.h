@@ -49,6 +49,12 @@ class Engine : public telemetry::RecordSink {
   void onPort(const telemetry::PortRecord& r) override;
   void onLldp(const telemetry::LldpRecord& r) override;
 
+  // Moves the clock to `t` without a record and runs the pass due before it,
+  // as a record at `t` would. The live daemon calls it with the wall clock
+  // minus the agents' delivery delay, so decisions go on when the fabric is
+  // silent (a dead fabric is news too).
+  void advanceTo(double t);
+
   // At the end of the input: runs the pass due at the newest time when that
   // time is a pass boundary (a longer log would run it too). Idempotent.
   void finish();

@@ -8,10 +8,14 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
   # libraries (see docs/architecture.md for who uses what)
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
-  prometheus-cpp-dev
+  prometheus-cpp-dev libcpp-httplib-dev
+  # the agents' wire (proto/)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev sqlite3
   libsimdjson-dev
+  # integration and end-to-end tests: real servers and a namespaced fabric
+  prometheus prometheus-alertmanager frr lldpd nftables iproute2 curl
 )
 
 missing=()

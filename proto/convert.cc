@@ -1,0 +1,226 @@
+#include "proto/convert.h"
+
+#include <cmath>
+
+namespace netdiag::proto {
+
+using topology::DirLinkId;
+using topology::kNone;
+using topology::PortId;
+
+Resolver::Resolver(const topology::Topology& topo) : topo_(topo) {
+  by_addr_.reserve(topo.portCount());
+  for (PortId p = 0; p < topo.portCount(); ++p) {
+    const std::string& addr = topo.port(p).addr;
+    if (addr.empty()) continue;
+    by_addr_.emplace(addr.substr(0, addr.find('/')), p);
+  }
+}
+
+PortId Resolver::port(const std::string& name) const {
+  return topo_.findPort(name).value_or(kNone);
+}
+
+PortId Resolver::portByAddr(const std::string& addr) const {
+  auto it = by_addr_.find(addr);
+  return it == by_addr_.end() ? kNone : it->second;
+}
+
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+// Ingress ports of every hop -> directed links; each must continue the
+// chain that starts at `from`, and a complete path must end at `to`.
+template <typename Lookup>
+std::string toDirLinks(const google::protobuf::RepeatedPtrField<std::string>& hops, Lookup lookup,
+                       const topology::Topology& topo, PortId from, PortId to, bool partial,
+                       std::vector<DirLinkId>& out) {
+  out.clear();
+  if (hops.empty()) return {};
+  topology::NodeId at = topo.port(from).node;
+  for (int i = 0; i < hops.size(); ++i) {
+    PortId in = lookup(hops[i]);
+    std::string where = "hop " + std::to_string(i) + " " + quoted(hops[i]);
+    if (in == kNone) return where + " is not a port of the topology";
+    DirLinkId d = topo.ingressOf(in);
+    if (d == kNone) return where + " has no link";
+    if (topo.dirSrcNode(d) != at) return where + " is not one hop from " + quoted(topo.node(at).name);
+    if (i == 0 && topo.dirSrcPort(d) != from) return where + " is not reached from " + quoted(topo.portRef(from));
+    out.push_back(d);
+    at = topo.port(in).node;
+  }
+  if (!partial && topo.dirDstPort(out.back()) != to) {
+    return "path ends at " + quoted(hops[hops.size() - 1]) + ", not at " + quoted(topo.portRef(to));
+  }
+  return {};
+}
+
+template <typename Message>
+void appendHops(const topology::Topology& topo, const std::vector<DirLinkId>& path, Message* out) {
+  for (DirLinkId d : path) out->Add(topo.portRef(topo.dirDstPort(d)));
+}
+
+std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::ProbeRecord& r) {
+  const topology::Topology& topo = resolver.topology();
+  if (!std::isfinite(m.t())) return "'t' is not a finite number";
+  r.t = m.t();
+  r.src = resolver.port(m.src());
+  if (r.src == kNone) return "unknown src port " + quoted(m.src());
+  r.dst = resolver.port(m.dst());
+  if (r.dst == kNone) return "unknown dst port " + quoted(m.dst());
+  r.flow = m.flow();
+  r.window_s = m.window_s() == 0 ? telemetry::kDefaultWindowS : m.window_s();
+  if (!(r.window_s > 0) || !std::isfinite(r.window_s)) return "'window_s' must be positive";
+  if (m.lost() > m.sent()) return "'lost' > 'sent'";
+  r.sent = m.sent();
+  r.lost = m.lost();
+  r.lost_fwd.reset();
+  r.lost_rev.reset();
+  if (m.has_lost_fwd()) r.lost_fwd = m.lost_fwd();
+  if (m.has_lost_rev()) r.lost_rev = m.lost_rev();
+  if (r.hasOneWay() && uint64_t{*r.lost_fwd} + *r.lost_rev != r.lost) {
+    return "'lost_fwd' + 'lost_rev' != 'lost'";
+  }
+  if (r.lost_fwd.value_or(0) > r.lost || r.lost_rev.value_or(0) > r.lost) {
+    return "a one-way loss exceeds 'lost'";
+  }
+  r.rtt_us_p50 = m.has_rtt_us_p50() ? m.rtt_us_p50() : NAN;
+  r.rtt_us_p99 = m.has_rtt_us_p99() ? m.rtt_us_p99() : NAN;
+  if (r.rtt_us_p50 < 0 || r.rtt_us_p99 < 0) return "an RTT is negative";
+  r.path_partial = m.path_partial();
+  std::string err;
+  if (!m.path().empty()) {
+    err = toDirLinks(m.path(), [&](const std::string& s) { return resolver.port(s); }, topo, r.src,
+                     r.dst, r.path_partial, r.path);
+  } else {
+    err = toDirLinks(m.path_addrs(), [&](const std::string& s) { return resolver.portByAddr(s); },
+                     topo, r.src, r.dst, r.path_partial, r.path);
+  }
+  if (!err.empty()) return "path: " + err;
+  err = toDirLinks(m.reply_path(), [&](const std::string& s) { return resolver.port(s); }, topo,
+                   r.dst, r.src, false, r.reply_path);
+  if (!err.empty()) return "reply_path: " + err;
+  return {};
+}
+
+std::string portError(const v1::PortCounters& m, const Resolver& resolver, telemetry::PortRecord& r) {
+  if (!std::isfinite(m.t())) return "'t' is not a finite number";
+  r = {};
+  r.t = m.t();
+  r.port = resolver.port(m.port());
+  if (r.port == kNone) return "unknown port " + quoted(m.port());
+  if (m.has_oper_up()) r.oper_up = m.oper_up();
+  if (m.has_rx_packets()) r.rx_packets = m.rx_packets();
+  if (m.has_tx_packets()) r.tx_packets = m.tx_packets();
+  if (m.has_rx_errors()) r.rx_errors = m.rx_errors();
+  if (m.has_rx_crc_errors()) r.rx_crc_errors = m.rx_crc_errors();
+  if (m.has_rx_drops()) r.rx_drops = m.rx_drops();
+  if (m.has_tx_drops()) r.tx_drops = m.tx_drops();
+  if (m.has_fec_uncorrectable()) r.fec_uncorrectable = m.fec_uncorrectable();
+  if (m.has_carrier_changes()) r.carrier_changes = m.carrier_changes();
+  return {};
+}
+
+std::string lldpError(const v1::LldpNeighbor& m, const Resolver& resolver, telemetry::LldpRecord& r) {
+  if (!std::isfinite(m.t())) return "'t' is not a finite number";
+  r.t = m.t();
+  r.port = resolver.port(m.port());
+  if (r.port == kNone) return "unknown port " + quoted(m.port());
+  if (m.neighbor().empty()) return "empty 'neighbor'";
+  r.neighbor = m.neighbor();
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
+                                 telemetry::RecordSink& sink) {
+  std::vector<std::string> errors;
+  telemetry::ProbeRecord probe;
+  for (int i = 0; i < batch.probes_size(); ++i) {
+    std::string err = probeError(batch.probes(i), resolver, probe);
+    if (err.empty()) sink.onProbe(probe);
+    else errors.push_back("probes[" + std::to_string(i) + "]: " + err);
+  }
+  telemetry::PortRecord port;
+  for (int i = 0; i < batch.ports_size(); ++i) {
+    std::string err = portError(batch.ports(i), resolver, port);
+    if (err.empty()) sink.onPort(port);
+    else errors.push_back("ports[" + std::to_string(i) + "]: " + err);
+  }
+  telemetry::LldpRecord lldp;
+  for (int i = 0; i < batch.lldp_size(); ++i) {
+    std::string err = lldpError(batch.lldp(i), resolver, lldp);
+    if (err.empty()) sink.onLldp(lldp);
+    else errors.push_back("lldp[" + std::to_string(i) + "]: " + err);
+  }
+  return errors;
+}
+
+void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out) {
+  out.Clear();
+  out.set_t(r.t);
+  out.set_src(topo.portRef(r.src));
+  out.set_dst(topo.portRef(r.dst));
+  out.set_flow(r.flow);
+  out.set_window_s(r.window_s);
+  out.set_sent(r.sent);
+  out.set_lost(r.lost);
+  if (r.lost_fwd) out.set_lost_fwd(*r.lost_fwd);
+  if (r.lost_rev) out.set_lost_rev(*r.lost_rev);
+  if (!std::isnan(r.rtt_us_p50)) out.set_rtt_us_p50(r.rtt_us_p50);
+  if (!std::isnan(r.rtt_us_p99)) out.set_rtt_us_p99(r.rtt_us_p99);
+  appendHops(topo, r.path, out.mutable_path());
+  out.set_path_partial(r.path_partial);
+  appendHops(topo, r.reply_path, out.mutable_reply_path());
+}
+
+void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out) {
+  out.Clear();
+  out.set_t(r.t);
+  out.set_port(topo.portRef(r.port));
+  if (r.oper_up) out.set_oper_up(*r.oper_up);
+  if (r.rx_packets) out.set_rx_packets(*r.rx_packets);
+  if (r.tx_packets) out.set_tx_packets(*r.tx_packets);
+  if (r.rx_errors) out.set_rx_errors(*r.rx_errors);
+  if (r.rx_crc_errors) out.set_rx_crc_errors(*r.rx_crc_errors);
+  if (r.rx_drops) out.set_rx_drops(*r.rx_drops);
+  if (r.tx_drops) out.set_tx_drops(*r.tx_drops);
+  if (r.fec_uncorrectable) out.set_fec_uncorrectable(*r.fec_uncorrectable);
+  if (r.carrier_changes) out.set_carrier_changes(*r.carrier_changes);
+}
+
+void toWire(const topology::Topology& topo, const telemetry::LldpRecord& r, v1::LldpNeighbor& out) {
+  out.Clear();
+  out.set_t(r.t);
+  out.set_port(topo.portRef(r.port));
+  out.set_neighbor(r.neighbor);
+}
+
+v1::AgentPlan agentPlan(const topology::Topology& topo, const planner::Plan& plan,
+                        topology::NodeId node, uint32_t responder_port, uint32_t dscp) {
+  v1::AgentPlan out;
+  out.set_version(plan.version);
+  out.set_window_s(plan.budget.window_s);
+  out.set_responder_port(responder_port);
+  out.set_dscp(dscp);
+  for (PortId p : topo.portsOf(node)) out.add_monitored_ports(topo.portRef(p));
+  for (const planner::PortPlan& pp : plan.ports) {
+    if (topo.port(pp.src).node != node) continue;
+    out.set_probes_per_second_per_flow(pp.probes_per_second_per_flow);
+    const std::string& src_addr = topo.port(pp.src).addr;
+    for (const planner::Flow& f : pp.flows) {
+      v1::ProbeFlow* flow = out.add_flows();
+      flow->set_src(topo.portRef(pp.src));
+      flow->set_src_addr(src_addr.substr(0, src_addr.find('/')));
+      flow->set_dst(topo.portRef(f.dst));
+      const std::string& dst_addr = topo.port(f.dst).addr;
+      flow->set_dst_addr(dst_addr.substr(0, dst_addr.find('/')));
+      flow->set_source_port(f.source_port);
+    }
+  }
+  return out;
+}
+
+}  // namespace netdiag::proto

@@ -1,0 +1,48 @@
+#pragma once
+
+// Wire messages <-> telemetry records and probe plans. Records on the wire
+// name ports as "node:port"; here they are resolved against the topology,
+// and every problem is reported with what and where, never thrown.
+
+#include <string>
+#include <vector>
+
+#include "netdiag/v1/collector.pb.h"
+#include "planner/plan.h"
+#include "telemetry/record.h"
+#include "topology/model.h"
+
+namespace netdiag::proto {
+
+// Resolves names and hop addresses of one topology; build once, reuse.
+class Resolver {
+ public:
+  explicit Resolver(const topology::Topology& topo);
+
+  const topology::Topology& topology() const { return topo_; }
+  // "node:port" -> port id, kNone when unknown.
+  topology::PortId port(const std::string& name) const;
+  // An interface address (as in the topology's `addr`, without prefix
+  // length) -> port id, kNone when unknown.
+  topology::PortId portByAddr(const std::string& addr) const;
+
+ private:
+  const topology::Topology& topo_;
+  std::unordered_map<std::string, topology::PortId> by_addr_;
+};
+
+// Hands every valid record of `batch` to `sink`; returns one message per
+// rejected record ("probes[3]: unknown port \"x:y\"").
+std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
+                                 telemetry::RecordSink& sink);
+
+// Record -> wire (simulated agents); names come from the topology.
+void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out);
+void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out);
+void toWire(const topology::Topology& topo, const telemetry::LldpRecord& r, v1::LldpNeighbor& out);
+
+// The part of `plan` one agent runs: the flows of every host port of `node`.
+v1::AgentPlan agentPlan(const topology::Topology& topo, const planner::Plan& plan,
+                        topology::NodeId node, uint32_t responder_port, uint32_t dscp);
+
+}  // namespace netdiag::proto
