@@ -730,6 +730,20 @@ void Engine::advanceTo(double t) {
   if (t > impl_->newest) impl_->clock(t);
 }
 
+LinkEvidence Engine::linkEvidence(topology::DirLinkId d) const {
+  Tally t = impl_->links.total(d);
+  return {t.n, t.k};
+}
+
+Coverage Engine::coverage(double min_probes) const {
+  Coverage c;
+  c.dirlinks = impl_->links.size();
+  for (size_t d = 0; d < c.dirlinks; ++d) c.covered += impl_->links.total(d).n >= min_probes;
+  return c;
+}
+
+double Engine::backgroundLoss() const { return impl_->background; }
+
 void Engine::restore(const std::vector<Incident>& incidents) { impl_->restore(incidents); }
 
 void Engine::onIncidentChange(std::function<void(const Incident&)> callback) {

@@ -40,6 +40,19 @@ struct IngestStats {
   uint64_t passes = 0;
 };
 
+// Probes whose known path crossed a directed link, over the horizon.
+struct LinkEvidence {
+  double probes = 0;
+  double lost = 0;
+};
+
+// How much of the fabric the probes see: directed links crossed by at least
+// `min_probes` probes of known path over the horizon.
+struct Coverage {
+  size_t dirlinks = 0;
+  size_t covered = 0;
+};
+
 class Engine : public telemetry::RecordSink {
  public:
   explicit Engine(const topology::Topology& topo, EngineConfig config = {});
@@ -63,6 +76,11 @@ class Engine : public telemetry::RecordSink {
   // newest telemetry time ingested.
   Report report() const;
   const IngestStats& stats() const;
+
+  LinkEvidence linkEvidence(topology::DirLinkId d) const;
+  Coverage coverage(double min_probes) const;
+  // The fabric-wide loss ratio every link is assumed to have (last pass).
+  double backgroundLoss() const;
 
   // Called whenever an incident opens or changes state (for persistence).
   void onIncidentChange(std::function<void(const Incident&)> callback);
