@@ -1,0 +1,439 @@
+#include "exporter/analyzer_metrics.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include "analyzer/incident.h"
+#include "topology/drain.h"
+#include "topology/ecmp.h"
+
+namespace netdiag::exporter {
+namespace {
+
+using prometheus::Labels;
+using topology::DirLinkId;
+using topology::Topology;
+
+// The kinds a fresh analyzer reports as zero, so that alert expressions and
+// dashboards find their series before the first incident.
+const std::vector<std::string> kKinds = {
+    analyzer::kLinkLoss,        analyzer::kLinkCorruption, analyzer::kLinkDown,
+    analyzer::kLinkFlap,        analyzer::kLinkLatency,    analyzer::kLinkBlackhole,
+    analyzer::kCongestion,      analyzer::kHostUnreachable, analyzer::kMiscabling};
+
+// One gauge family whose series are rebuilt on every update: set() marks a
+// series as present, sweep() removes those not set since the last sweep (an
+// incident that resolved, a link that left the top N, an agent that left).
+class GaugeSet {
+ public:
+  GaugeSet(prometheus::Registry& registry, const std::string& name, const std::string& help)
+      : family_(prometheus::BuildGauge().Name(name).Help(help).Register(registry)) {}
+
+  void set(const Labels& labels, double value) {
+    auto& g = family_.Add(labels);
+    g.Set(value);
+    live_[labels] = &g;
+    marked_.insert(&g);
+  }
+
+  void sweep() {
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (marked_.contains(it->second)) {
+        ++it;
+      } else {
+        family_.Remove(it->second);
+        it = live_.erase(it);
+      }
+    }
+    marked_.clear();
+  }
+
+ private:
+  prometheus::Family<prometheus::Gauge>& family_;
+  std::map<Labels, prometheus::Gauge*> live_;
+  std::unordered_set<prometheus::Gauge*> marked_;
+};
+
+// A counter fed from a cumulative count kept elsewhere: adds the increase
+// since the last update (a smaller value means the source restarted; the
+// counter then grows by the new value, as Prometheus' rate() expects).
+class CounterFrom {
+ public:
+  explicit CounterFrom(prometheus::Counter& counter) : counter_(counter) {}
+  void advance(uint64_t cumulative) {
+    uint64_t delta = cumulative >= last_ ? cumulative - last_ : cumulative;
+    if (delta) counter_.Increment(static_cast<double>(delta));
+    last_ = cumulative;
+  }
+
+ private:
+  prometheus::Counter& counter_;
+  uint64_t last_ = 0;
+};
+
+// Time buckets (seconds) for detection and localization delays: the
+// analyzer decides every few seconds and pages within minutes.
+const prometheus::Histogram::BucketBoundaries kDelayBuckets = {
+    1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600};
+
+}  // namespace
+
+struct AnalyzerMetrics::Impl {
+  const Topology& topo;
+  MetricsOptions options;
+  std::shared_ptr<prometheus::Registry> registry;
+  topology::Router router;
+
+  // Link faults and suspects (one series per open incident).
+  GaugeSet link_fault, suspect_loss, suspect_confidence, host_unreachable, miscabled_port;
+  GaugeSet drain_safe, drain_width, drain_width_left;
+  // Degraded links: top N by excess loss over the background.
+  GaugeSet degraded_loss, degraded_excess, degraded_probes;
+  // Incidents.
+  prometheus::Family<prometheus::Gauge>& open_incidents;
+  prometheus::Histogram& time_to_detect;
+  prometheus::Histogram& time_to_localize;
+  // Agents and coverage.
+  GaugeSet agent_last_seen, agent_connected, agent_batches, agent_records;
+  prometheus::Family<prometheus::Gauge>& agents;
+  prometheus::Gauge& dirlinks;
+  prometheus::Gauge& dirlinks_covered;
+  prometheus::Gauge& coverage_ratio;
+  prometheus::Gauge& coverage_min_probes;
+  // Ingest.
+  prometheus::Family<prometheus::Counter>& records;
+  CounterFrom batches, duplicates, probes, ports, lldp, malformed, late, too_late, passes;
+  // The analyzer itself.
+  prometheus::Gauge& background_loss;
+  prometheus::Gauge& telemetry_time;
+  prometheus::Gauge& last_update;
+  prometheus::Gauge& up;
+
+  std::unordered_set<std::string> seen_open;       // ids whose opening we have seen
+  std::unordered_set<std::string> seen_localized;  // ids whose localization we have seen
+  bool first_update = true;
+
+  Impl(std::shared_ptr<prometheus::Registry> reg, const Topology& t, MetricsOptions o)
+      : topo(t),
+        options(o),
+        registry(std::move(reg)),
+        router(t),
+        link_fault(*registry, "netdiag_link_fault",
+                   "A localized link fault (open incident): 1 per incident, labeled with the "
+                   "directed link it names (device:interface -> neighbor_device:neighbor_interface)."),
+        suspect_loss(*registry, "netdiag_suspect_link_loss_ratio",
+                     "Estimated loss ratio of a link named by an open incident, localized or not."),
+        suspect_confidence(*registry, "netdiag_suspect_link_confidence",
+                           "Posterior probability (0-1) that the open incident's link explains the evidence."),
+        host_unreachable(*registry, "netdiag_host_unreachable",
+                         "A localized host_unreachable incident (dead host or responder): 1 per incident."),
+        miscabled_port(*registry, "netdiag_miscabled_port",
+                       "A port whose LLDP neighbour disagrees with the topology (open miscabling incident)."),
+        drain_safe(*registry, "netdiag_link_drain_safe",
+                   "For each link named by an open link incident: 1 if draining it leaves ECMP width and "
+                   "strands no host, else 0 (netdiag drain-plan)."),
+        drain_width(*registry, "netdiag_link_drain_ecmp_width",
+                    "Up links from the link's lower-tier end to the tier above it, before a drain."),
+        drain_width_left(*registry, "netdiag_link_drain_ecmp_width_remaining",
+                         "Up links from the link's lower-tier end to the tier above it, after draining it."),
+        degraded_loss(*registry, "netdiag_degraded_link_loss_ratio",
+                      "Probe loss ratio over the horizon of the top-N links by loss in excess of the "
+                      "background (probes of known path crossing the directed link)."),
+        degraded_excess(*registry, "netdiag_degraded_link_excess_loss_ratio",
+                        "Loss ratio of a top-N degraded link minus the fabric's background loss ratio."),
+        degraded_probes(*registry, "netdiag_degraded_link_probes",
+                        "Probes of known path that crossed a top-N degraded link over the horizon."),
+        open_incidents(prometheus::BuildGauge()
+                           .Name("netdiag_open_incidents")
+                           .Help("Incidents not resolved, by kind and state (open: detected, not yet "
+                                 "localized; localized: named with enough confidence to page).")
+                           .Register(*registry)),
+        time_to_detect(prometheus::BuildHistogram()
+                           .Name("netdiag_incident_detect_delay_seconds")
+                           .Help("Wall-clock time from an incident's opened_at (the telemetry time of "
+                                 "the first detection) to its first publication in these metrics.")
+                           .Register(*registry)
+                           .Add({}, kDelayBuckets)),
+        time_to_localize(prometheus::BuildHistogram()
+                             .Name("netdiag_incident_localize_delay_seconds")
+                             .Help("Telemetry time from an incident's opened_at to its localized_at "
+                                   "(first detection to paging confidence).")
+                             .Register(*registry)
+                             .Add({}, kDelayBuckets)),
+        agent_last_seen(*registry, "netdiag_agent_last_seen_timestamp_seconds",
+                        "Unix time of the last batch received from the agent."),
+        agent_connected(*registry, "netdiag_agent_connected",
+                        "1 while the agent holds a stream open to the analyzer, else 0."),
+        agent_batches(*registry, "netdiag_agent_batches",
+                      "Batches received from the agent since the analyzer started (a gauge: the agent "
+                      "list is rebuilt each update)."),
+        agent_records(*registry, "netdiag_agent_records",
+                      "Telemetry records received from the agent since the analyzer started."),
+        agents(prometheus::BuildGauge()
+                   .Name("netdiag_agents")
+                   .Help("Agents known to the analyzer, by state (connected, disconnected).")
+                   .Register(*registry)),
+        dirlinks(prometheus::BuildGauge()
+                     .Name("netdiag_directed_links")
+                     .Help("Directed links in the topology.")
+                     .Register(*registry)
+                     .Add({})),
+        dirlinks_covered(prometheus::BuildGauge()
+                             .Name("netdiag_directed_links_covered")
+                             .Help("Directed links crossed by at least netdiag_probe_coverage_min_probes "
+                                   "probes of known path over the horizon.")
+                             .Register(*registry)
+                             .Add({})),
+        coverage_ratio(prometheus::BuildGauge()
+                           .Name("netdiag_probe_coverage_ratio")
+                           .Help("Share (0-1) of directed links covered by enough probes to localize a fault on them.")
+                           .Register(*registry)
+                           .Add({})),
+        coverage_min_probes(prometheus::BuildGauge()
+                                .Name("netdiag_probe_coverage_min_probes")
+                                .Help("Probes over the horizon a directed link needs to count as covered.")
+                                .Register(*registry)
+                                .Add({})),
+        records(prometheus::BuildCounter()
+                    .Name("netdiag_ingest_records_total")
+                    .Help("Telemetry records ingested by the engine, by kind (probe, port, lldp).")
+                    .Register(*registry)),
+        batches(prometheus::BuildCounter()
+                    .Name("netdiag_ingest_batches_total")
+                    .Help("Batches received from agents, duplicates included.")
+                    .Register(*registry)
+                    .Add({})),
+        duplicates(prometheus::BuildCounter()
+                       .Name("netdiag_ingest_duplicate_batches_total")
+                       .Help("Batches received again (at-least-once redelivery) and dropped.")
+                       .Register(*registry)
+                       .Add({})),
+        probes(records.Add({{"kind", "probe"}})),
+        ports(records.Add({{"kind", "port"}})),
+        lldp(records.Add({{"kind", "lldp"}})),
+        malformed(prometheus::BuildCounter()
+                      .Name("netdiag_ingest_malformed_records_total")
+                      .Help("Records rejected as malformed (formats.md §2 rules) and skipped.")
+                      .Register(*registry)
+                      .Add({})),
+        late(prometheus::BuildCounter()
+                 .Name("netdiag_ingest_late_records_total")
+                 .Help("Records older than the newest time but within the late tolerance (used as if in order).")
+                 .Register(*registry)
+                 .Add({})),
+        too_late(prometheus::BuildCounter()
+                     .Name("netdiag_ingest_too_late_records_total")
+                     .Help("Records older than the late tolerance: stored and counted, not used for past decisions.")
+                     .Register(*registry)
+                     .Add({})),
+        passes(prometheus::BuildCounter()
+                   .Name("netdiag_engine_passes_total")
+                   .Help("Decision passes the engine has run.")
+                   .Register(*registry)
+                   .Add({})),
+        background_loss(prometheus::BuildGauge()
+                            .Name("netdiag_background_loss_ratio")
+                            .Help("Fabric-wide loss ratio every link is assumed to have (last pass).")
+                            .Register(*registry)
+                            .Add({})),
+        telemetry_time(prometheus::BuildGauge()
+                           .Name("netdiag_telemetry_newest_timestamp_seconds")
+                           .Help("Newest telemetry time the engine has ingested (Unix seconds when live).")
+                           .Register(*registry)
+                           .Add({})),
+        last_update(prometheus::BuildGauge()
+                        .Name("netdiag_metrics_last_update_timestamp_seconds")
+                        .Help("Wall-clock Unix time of the last engine pass reflected in these metrics.")
+                        .Register(*registry)
+                        .Add({})),
+        up(prometheus::BuildGauge()
+               .Name("netdiag_analyzer_up")
+               .Help("1 while the analyzer runs and updates its metrics.")
+               .Register(*registry)
+               .Add({})) {
+    for (const auto& kind : kKinds) {
+      for (const char* state : {"open", "localized"}) open_incidents.Add({{"kind", kind}, {"state", state}});
+    }
+    for (const char* state : {"connected", "disconnected"}) agents.Add({{"state", state}});
+  }
+
+  Labels linkLabels(DirLinkId d) const {
+    const auto& src = topo.port(topo.dirSrcPort(d));
+    const auto& dst = topo.port(topo.dirDstPort(d));
+    return {{"device", topo.node(src.node).name},
+            {"interface", src.name},
+            {"neighbor_device", topo.node(dst.node).name},
+            {"neighbor_interface", dst.name}};
+  }
+
+  void incidents(const analyzer::Report& report, double now) {
+    std::map<std::pair<std::string, std::string>, double> counts;
+    std::vector<const analyzer::Incident*> link_open;
+    // Links reported down count as down for drain plans of the others.
+    for (topology::LinkId l = 0; l < topo.linkCount(); ++l) {
+      if (router.isDown(l)) router.setLinkDown(l, false);
+    }
+    for (const auto& inc : report.incidents) {
+      if (inc.resolved_at) continue;
+      const std::string kind = inc.kind.empty() ? "unknown" : inc.kind;
+      const std::string state = inc.localized_at ? "localized" : "open";
+      counts[{kind, state}] += 1;
+      if (inc.link != topology::kNone) {
+        link_open.push_back(&inc);
+        if (inc.kind == analyzer::kLinkDown && inc.localized_at) {
+          router.setLinkDown(Topology::linkOf(inc.link), true);
+        }
+      }
+      if (inc.node != topology::kNone && inc.localized_at && kind == analyzer::kHostUnreachable) {
+        host_unreachable.set({{"device", topo.node(inc.node).name}, {"incident", inc.id}}, 1);
+      }
+      for (topology::PortId p : inc.ports) {
+        const auto& port = topo.port(p);
+        miscabled_port.set({{"device", topo.node(port.node).name}, {"interface", port.name},
+                            {"incident", inc.id}}, 1);
+      }
+      observeDelays(inc, now);
+    }
+    for (const auto& kind : kKinds) {
+      for (const char* state : {"open", "localized"}) counts.try_emplace({kind, state}, 0);
+    }
+    for (const auto& [key, n] : counts) {
+      open_incidents.Add({{"kind", key.first}, {"state", key.second}}).Set(n);
+    }
+
+    for (const analyzer::Incident* inc : link_open) {
+      Labels labels = linkLabels(inc->link);
+      Labels with_incident = labels;
+      with_incident["kind"] = inc->kind.empty() ? "unknown" : inc->kind;
+      with_incident["incident"] = inc->id;
+      if (inc->localized_at && inc->isLinkFault()) link_fault.set(with_incident, 1);
+      with_incident["state"] = inc->localized_at ? "localized" : "open";
+      suspect_loss.set(with_incident, inc->loss_ratio);
+      suspect_confidence.set(with_incident, inc->confidence);
+      // Drain advice for the direction named (its link carries both).
+      topology::DrainPlan plan = topology::planDrain(router, Topology::linkOf(inc->link));
+      drain_safe.set(labels, plan.safe ? 1 : 0);
+      drain_width.set(labels, static_cast<double>(plan.width_before));
+      drain_width_left.set(labels, static_cast<double>(plan.width_after));
+    }
+  }
+
+  // An incident's delays are observed once each, and only for incidents that
+  // opened while this process watched (not those restored at start).
+  void observeDelays(const analyzer::Incident& inc, double now) {
+    if (seen_open.insert(inc.id).second && !first_update) {
+      time_to_detect.Observe(std::max(0.0, now - inc.opened_at));
+    }
+    if (inc.localized_at && seen_localized.insert(inc.id).second && !first_update) {
+      time_to_localize.Observe(std::max(0.0, *inc.localized_at - inc.opened_at));
+    }
+  }
+
+  void degraded(const analyzer::Engine& engine, double q0) {
+    if (options.top_degraded == 0) return;
+    struct Item {
+      double excess_lost;
+      DirLinkId d;
+      analyzer::LinkEvidence ev;
+    };
+    // A bounded min-heap on the excess number of lost probes: links that
+    // lose a little more than background over many probes rank with links
+    // that lose a lot over few, as the evidence they give does.
+    auto cmp = [](const Item& a, const Item& b) { return a.excess_lost > b.excess_lost; };
+    std::vector<Item> heap;
+    for (DirLinkId d = 0; d < topo.dirLinkCount(); ++d) {
+      analyzer::LinkEvidence ev = engine.linkEvidence(d);
+      if (ev.probes <= 0 || ev.lost <= 0) continue;
+      double excess = ev.lost - q0 * ev.probes;
+      if (excess < 1) continue;  // less than one probe more than background
+      if (heap.size() < options.top_degraded) {
+        heap.push_back({excess, d, ev});
+        std::push_heap(heap.begin(), heap.end(), cmp);
+      } else if (excess > heap.front().excess_lost) {
+        std::pop_heap(heap.begin(), heap.end(), cmp);
+        heap.back() = {excess, d, ev};
+        std::push_heap(heap.begin(), heap.end(), cmp);
+      }
+    }
+    for (const Item& item : heap) {
+      Labels labels = linkLabels(item.d);
+      double ratio = item.ev.lost / item.ev.probes;
+      degraded_loss.set(labels, ratio);
+      degraded_excess.set(labels, std::max(0.0, ratio - q0));
+      degraded_probes.set(labels, item.ev.probes);
+    }
+  }
+
+  void agentStatus(const std::vector<AgentStatus>& list) {
+    double connected = 0, disconnected = 0;
+    for (const AgentStatus& a : list) {
+      Labels labels{{"agent", a.agent}};
+      agent_last_seen.set(labels, a.last_seen);
+      agent_connected.set(labels, a.connected ? 1 : 0);
+      agent_batches.set(labels, static_cast<double>(a.batches));
+      agent_records.set(labels, static_cast<double>(a.records));
+      (a.connected ? connected : disconnected) += 1;
+    }
+    agents.Add({{"state", "connected"}}).Set(connected);
+    agents.Add({{"state", "disconnected"}}).Set(disconnected);
+  }
+
+  void sweepAll() {
+    for (GaugeSet* g : {&link_fault, &suspect_loss, &suspect_confidence, &host_unreachable,
+                        &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &degraded_loss,
+                        &degraded_excess, &degraded_probes, &agent_last_seen, &agent_connected,
+                        &agent_batches, &agent_records}) {
+      g->sweep();
+    }
+  }
+};
+
+AnalyzerMetrics::AnalyzerMetrics(std::shared_ptr<prometheus::Registry> registry,
+                                 const topology::Topology& topo, MetricsOptions options)
+    : impl_(std::make_unique<Impl>(std::move(registry), topo, options)) {}
+
+AnalyzerMetrics::~AnalyzerMetrics() = default;
+
+void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounters& ingest,
+                             const std::vector<AgentStatus>& agents, double now) {
+  Impl& m = *impl_;
+  const analyzer::Report report = engine.report();
+  const double q0 = engine.backgroundLoss();
+
+  m.incidents(report, now);
+  m.degraded(engine, q0);
+  m.agentStatus(agents);
+  m.sweepAll();
+
+  const analyzer::Coverage cov = engine.coverage(m.options.coverage_min_probes);
+  m.dirlinks.Set(static_cast<double>(cov.dirlinks));
+  m.dirlinks_covered.Set(static_cast<double>(cov.covered));
+  m.coverage_ratio.Set(cov.dirlinks ? static_cast<double>(cov.covered) / static_cast<double>(cov.dirlinks) : 0);
+  m.coverage_min_probes.Set(m.options.coverage_min_probes);
+
+  m.batches.advance(ingest.batches);
+  m.duplicates.advance(ingest.duplicate_batches);
+  m.probes.advance(ingest.probes);
+  m.ports.advance(ingest.ports);
+  m.lldp.advance(ingest.lldp);
+  m.malformed.advance(ingest.malformed);
+  m.late.advance(ingest.late);
+  m.too_late.advance(ingest.too_late);
+  m.passes.advance(engine.stats().passes);
+
+  m.background_loss.Set(q0);
+  m.telemetry_time.Set(report.generated_at);
+  m.last_update.Set(now);
+  m.up.Set(1);
+  m.first_update = false;
+}
+
+}  // namespace netdiag::exporter

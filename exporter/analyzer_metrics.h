@@ -1,0 +1,67 @@
+#pragma once
+
+// The analyzer's Prometheus metrics: after each engine pass the daemon calls
+// update(), which reads the engine's state and sets the families below in a
+// prometheus-cpp registry that the daemon serves on /metrics. Every name,
+// label and unit is listed in docs/operations.md ("Metrics").
+//
+// Cardinality is bounded by design: link series exist only for open
+// incidents and for the `top_degraded` links with the most loss in excess of
+// the fabric's background (never one series per link); series of incidents
+// that resolved, links that left the top N and agents that left the list are
+// removed at the next update().
+//
+// Thread-safety: update() must be called from one thread at a time (the one
+// that owns the engine); the registry itself may be collected concurrently.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <prometheus/registry.h>
+
+#include "analyzer/engine.h"
+#include "topology/model.h"
+
+namespace netdiag::exporter {
+
+struct AgentStatus {
+  std::string agent;
+  double last_seen = 0;  // Unix seconds of the last batch (0: never)
+  bool connected = false;
+  uint64_t batches = 0, records = 0;  // cumulative
+};
+
+// Cumulative counts since the daemon started; update() turns them into
+// counters (a value lower than the last one is taken as a restart of the count).
+struct IngestCounters {
+  uint64_t batches = 0, duplicate_batches = 0, probes = 0, ports = 0, lldp = 0,
+           malformed = 0, late = 0, too_late = 0;
+};
+
+struct MetricsOptions {
+  size_t top_degraded = 20;          // degraded-link series kept (0: none)
+  double coverage_min_probes = 100;  // probes over the horizon for a link to count as covered
+};
+
+class AnalyzerMetrics {
+ public:
+  AnalyzerMetrics(std::shared_ptr<prometheus::Registry> registry, const topology::Topology& topo,
+                  MetricsOptions options = {});
+  ~AnalyzerMetrics();
+  AnalyzerMetrics(const AnalyzerMetrics&) = delete;
+  AnalyzerMetrics& operator=(const AnalyzerMetrics&) = delete;
+
+  // After each engine pass, on the thread that owns the engine; reads engine
+  // state (report, linkEvidence, coverage, backgroundLoss) and sets the
+  // metrics. `now` is wall-clock Unix seconds.
+  void update(const analyzer::Engine& engine, const IngestCounters& ingest,
+              const std::vector<AgentStatus>& agents, double now);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace netdiag::exporter

@@ -1,0 +1,155 @@
+#include "topology/drain.h"
+
+#include <algorithm>
+#include <deque>
+#include <numeric>
+#include <unordered_set>
+
+namespace netdiag::topology {
+namespace {
+
+constexpr uint32_t kFar = UINT32_MAX;
+
+// Hop distance of every node from the nearest host over all links (up or
+// down: tiers are a property of the cabling, not of today's state).
+std::vector<uint32_t> tiers(const Topology& topo) {
+  std::vector<uint32_t> dist(topo.nodeCount(), kFar);
+  std::deque<NodeId> queue;
+  for (NodeId n = 0; n < topo.nodeCount(); ++n) {
+    if (topo.node(n).isHost()) {
+      dist[n] = 0;
+      queue.push_back(n);
+    }
+  }
+  while (!queue.empty()) {
+    NodeId u = queue.front();
+    queue.pop_front();
+    for (DirLinkId d : topo.outLinks(u)) {
+      NodeId v = topo.dirDstNode(d);
+      if (dist[v] == kFar) {
+        dist[v] = dist[u] + 1;
+        queue.push_back(v);
+      }
+    }
+  }
+  return dist;
+}
+
+struct UnionFind {
+  std::vector<uint32_t> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
+  uint32_t find(uint32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void join(uint32_t a, uint32_t b) { parent[find(a)] = find(b); }
+};
+
+// For each host, how many other hosts it can reach: switches forward, hosts
+// do not, so hosts meet through the switch components their up links touch
+// (or a direct host-host cable).
+std::vector<size_t> reachableHosts(const Topology& topo, const Router& router, LinkId extra_down) {
+  auto down = [&](LinkId l) { return l == extra_down || router.isDown(l); };
+  UnionFind uf(topo.nodeCount());
+  for (LinkId l = 0; l < topo.linkCount(); ++l) {
+    if (down(l)) continue;
+    NodeId a = topo.port(topo.link(l).a).node, b = topo.port(topo.link(l).b).node;
+    if (!topo.node(a).isHost() && !topo.node(b).isHost()) uf.join(a, b);
+  }
+  // Per host: the components (or peer hosts) it touches.
+  std::vector<std::vector<uint32_t>> touches(topo.nodeCount());
+  std::vector<std::vector<NodeId>> comp_hosts(topo.nodeCount());
+  for (NodeId h = 0; h < topo.nodeCount(); ++h) {
+    if (!topo.node(h).isHost()) continue;
+    for (DirLinkId d : topo.outLinks(h)) {
+      if (down(Topology::linkOf(d))) continue;
+      NodeId v = topo.dirDstNode(d);
+      if (topo.node(v).isHost()) continue;  // counted below as a direct cable
+      uint32_t c = uf.find(v);
+      if (std::find(touches[h].begin(), touches[h].end(), c) == touches[h].end()) {
+        touches[h].push_back(c);
+        comp_hosts[c].push_back(h);
+      }
+    }
+  }
+  std::vector<size_t> reach(topo.nodeCount(), 0);
+  for (NodeId h = 0; h < topo.nodeCount(); ++h) {
+    if (!topo.node(h).isHost()) continue;
+    std::unordered_set<NodeId> seen;
+    if (touches[h].size() == 1) {
+      reach[h] = comp_hosts[touches[h][0]].size() - 1;
+    } else {
+      for (uint32_t c : touches[h]) seen.insert(comp_hosts[c].begin(), comp_hosts[c].end());
+    }
+    for (DirLinkId d : topo.outLinks(h)) {
+      NodeId v = topo.dirDstNode(d);
+      if (!down(Topology::linkOf(d)) && topo.node(v).isHost()) seen.insert(v);
+    }
+    seen.erase(h);
+    reach[h] += seen.size();
+  }
+  return reach;
+}
+
+std::string tierName(const Topology& topo, const std::vector<uint32_t>& tier, NodeId n) {
+  // Named after the node's role; nodes of other roles by their distance.
+  const Node& node = topo.node(n);
+  if (node.role != Role::kOther) return std::string(roleName(node.role));
+  return tier[n] == kFar ? "isolated" : "tier " + std::to_string(tier[n]);
+}
+
+}  // namespace
+
+DrainPlan planDrain(const Router& router, LinkId link) {
+  const Topology& topo = router.topology();
+  DrainPlan plan;
+  plan.link = link;
+  const std::vector<uint32_t> tier = tiers(topo);
+  NodeId a = topo.port(topo.link(link).a).node, b = topo.port(topo.link(link).b).node;
+  // The end nearer the hosts is the lower one; on a tie (a link within one
+  // tier) the first end in the file.
+  plan.lower = tier[b] < tier[a] ? b : a;
+  plan.upper = plan.lower == a ? b : a;
+  plan.lower_tier = tierName(topo, tier, plan.lower);
+  plan.upper_tier = tierName(topo, tier, plan.upper);
+  plan.already_down = router.isDown(link);
+
+  for (DirLinkId d : topo.outLinks(plan.lower)) {
+    LinkId l = Topology::linkOf(d);
+    if (router.isDown(l) || tier[topo.dirDstNode(d)] != tier[plan.upper]) continue;
+    ++plan.width_before;
+    if (l != link) ++plan.width_after;
+  }
+
+  if (!plan.already_down) {
+    std::vector<size_t> before = reachableHosts(topo, router, kNone);
+    std::vector<size_t> after = reachableHosts(topo, router, link);
+    for (NodeId h = 0; h < topo.nodeCount(); ++h) {
+      if (topo.node(h).isHost() && after[h] < before[h]) plan.stranded_hosts.push_back(h);
+    }
+  }
+  plan.safe = plan.already_down || (plan.width_after >= 1 && plan.stranded_hosts.empty());
+
+  const std::string& lower = topo.node(plan.lower).name;
+  std::string width = lower + " keeps " + std::to_string(plan.width_after) + " of " +
+                      std::to_string(plan.width_before) +
+                      (topo.node(plan.lower).isHost() ? " links" : " uplinks") + " to the " +
+                      plan.upper_tier + " tier";
+  if (plan.already_down) {
+    plan.summary = "safe: the link is already down; " + width;
+  } else if (plan.stranded_hosts.empty()) {
+    plan.summary = (plan.safe ? "safe: " : "unsafe: ") + width + "; no host loses all its paths";
+  } else {
+    std::string hosts;
+    for (size_t i = 0; i < plan.stranded_hosts.size() && i < 3; ++i) {
+      hosts += (i ? ", " : "") + topo.node(plan.stranded_hosts[i]).name;
+    }
+    if (plan.stranded_hosts.size() > 3) {
+      hosts += " and " + std::to_string(plan.stranded_hosts.size() - 3) + " more";
+    }
+    plan.summary = "unsafe: " + width + "; " + hosts + " would lose every path to some hosts";
+  }
+  return plan;
+}
+
+}  // namespace netdiag::topology
