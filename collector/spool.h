@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace netdiag::collector {
 
@@ -31,5 +33,42 @@ class Spool {
   // Batches dropped to stay within the bound, since creation (or reopen).
   virtual uint64_t dropped() const = 0;
 };
+
+// A spool in memory, lost on exit. Holds at most `max_bytes` of batch
+// payload (0: unbounded); a push that would exceed it drops the oldest
+// batches first, and a single batch larger than the bound is itself dropped.
+// dropped() counts since creation.
+std::unique_ptr<Spool> makeMemorySpool(uint64_t max_bytes);
+
+// A spool on disk in `dir` (created if missing) that survives restarts.
+//
+// Layout: append-only segment files `seg-<20 digits>.log`, each record framed
+// as magic, payload length and CRC-32 of the payload, and a small `head` file
+// naming the first unacknowledged record and the dropped count (replaced
+// atomically: write, fsync, rename). Fully acknowledged segments are deleted.
+//
+// Durability: every push is written and fdatasync'ed before push() returns,
+// so a batch pushed before a crash or power loss is there after reopen. The
+// head is rewritten (with fsync) on every pop and drop; if a crash loses the
+// last head update, acknowledged batches reappear once and the analyzer drops
+// them as duplicates (delivery is at least once).
+//
+// Recovery: on open, every segment is scanned; a torn or corrupt record
+// (short header, bad magic, length past the end, CRC mismatch) is skipped —
+// the scan resynchronises on the next valid record — and described in
+// `*warnings`. Garbage files in `dir` are ignored (and reported). Pushes after
+// a reopen go to a new segment, so a torn tail is never appended to.
+//
+// Bound: `max_bytes` (> 0) caps the framed bytes of the records held
+// (payload + 12 bytes each); the oldest are dropped beyond it, and a single
+// batch that alone exceeds it is dropped. Disk use is at most max_bytes plus
+// the acknowledged part of one segment. dropped() is persisted in the head
+// file: it counts since the spool directory was created, across restarts. A
+// push that cannot be written (disk full, I/O error) counts as dropped too.
+//
+// Returns nullptr and sets *error when the directory cannot be used.
+std::unique_ptr<Spool> openDiskSpool(const std::string& dir, uint64_t max_bytes,
+                                     std::string* error,
+                                     std::vector<std::string>* warnings = nullptr);
 
 }  // namespace netdiag::collector
