@@ -1,0 +1,120 @@
+#pragma once
+
+// The agent's uplink: one long-lived bidirectional Collector.Stream to the
+// analyzer (proto/netdiag/v1/collector.proto). Every batch goes into the
+// spool before it is sent and leaves it only once the analyzer acknowledged
+// it, so delivery is at least once: after a reconnect everything still in
+// the spool is sent again and the analyzer drops the duplicates by
+// (agent, epoch, seq).
+//
+// Numbering: the epoch is the wall clock in nanoseconds when the Uplink is
+// constructed and seq counts from 1 within it, so (epoch, seq) grows in
+// spool order. Batches already in a reopened spool keep their own numbers.
+//
+// Reconnects back off exponentially from backoff_min_s to backoff_max_s with
+// full jitter (a random delay in [d/2, d]), so a fleet of agents does not
+// reconnect in lockstep after an analyzer restart.
+//
+// Thread-safety: every public method may be called from any thread. The
+// spool must be fed only through send() (the uplink serializes pushes with
+// its own bookkeeping so it can tell which batches the bound dropped).
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "collector/spool.h"
+#include <grpcpp/security/credentials.h>
+
+#include "netdiag/v1/collector.grpc.pb.h"
+
+namespace netdiag::collector {
+
+struct UplinkOptions {
+  std::string analyzer = "127.0.0.1:7600";  // host:port of the analyzer's gRPC listener
+  std::string agent;                         // agent id: the node name
+  std::string tls_ca, tls_cert, tls_key;     // PEM files; all empty: plaintext
+  double backoff_min_s = 0.2, backoff_max_s = 10;
+  size_t max_in_flight = 64;  // batches sent and not yet acknowledged
+  // Name checked against the analyzer's certificate instead of the host of
+  // `analyzer` (e.g. when connecting by address to a certificate for a name).
+  std::string tls_server_name;
+  double plan_timeout_s = 5;  // deadline of fetchPlan()
+};
+
+struct UplinkStats {
+  bool connected = false;
+  uint64_t sent = 0, acked = 0, duplicates = 0, reconnects = 0;
+};
+
+// Problems with the options (unreadable TLS files, a key without a
+// certificate, a bad address); empty when they are usable. The Uplink works
+// with bad options too, but never connects; agents check first.
+std::string checkUplinkOptions(const UplinkOptions& options);
+
+class Uplink {
+ public:
+  Uplink(UplinkOptions options, Spool& spool);  // starts its sender thread
+  ~Uplink();                                    // stop()
+  Uplink(const Uplink&) = delete;
+  Uplink& operator=(const Uplink&) = delete;
+
+  // Stamps agent/epoch/seq (and sent_at when unset), appends the batch to
+  // the spool and wakes the sender; never blocks on the network.
+  void send(v1::Batch batch);
+  // Unary GetPlan with a deadline; nullopt and *error on failure.
+  std::optional<v1::AgentPlan> fetchPlan(uint64_t known_version, std::string* error);
+  UplinkStats stats() const;
+  // The last connection or stream error, for logs ("" while none).
+  std::string lastError() const;
+  uint64_t epoch() const { return epoch_; }
+  void stop();  // leaves unacknowledged batches in the spool
+
+ private:
+  struct Key {
+    uint64_t epoch = 0, seq = 0;
+    bool acked = false;
+  };
+
+  void run();
+  // One connection: sends from the spool and reads acks until the stream
+  // breaks or stop(). Returns true when the stream got as far as an ack.
+  bool serve();
+  std::shared_ptr<grpc::Channel> makeChannel() const;
+  void syncDropsLocked();
+  void onAckLocked(const v1::Ack& ack);
+  void popAckedLocked();  // pops the acknowledged batches at the spool's front
+  void sleepBackoff(double& backoff_s);
+
+  const UplinkOptions options_;
+  Spool& spool_;
+  const uint64_t epoch_;
+  std::shared_ptr<grpc::ChannelCredentials> creds_;
+  std::string creds_error_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool broken_ = false;                // the current stream failed
+  grpc::ClientContext* call_ = nullptr;  // the current stream, to cancel on stop()
+  uint64_t seq_ = 0;
+  // The batches sent on the current stream and still in the spool: exactly
+  // the spool's first inflight_.size() entries, in order.
+  std::deque<Key> inflight_;
+  uint64_t dropped_seen_ = 0;  // spool.dropped() as last accounted for
+  UplinkStats stats_;
+  std::string last_error_;
+
+  std::mutex plan_mu_;
+  std::shared_ptr<grpc::Channel> plan_channel_;
+
+  std::thread thread_;
+};
+
+}  // namespace netdiag::collector
