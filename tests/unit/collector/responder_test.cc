@@ -1,0 +1,240 @@
+// The responder over real UDP sockets on 127.0.0.1.
+
+#include "collector/responder.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "collector/probe_packet.h"
+
+namespace netdiag::collector {
+namespace {
+
+// A UDP client on 127.0.0.1 connected to the responder.
+class Client {
+ public:
+  explicit Client(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  }
+  ~Client() { ::close(fd_); }
+  void send(const std::vector<uint8_t>& b) { ASSERT_GE(::send(fd_, b.data(), b.size(), 0), 0); }
+  void send(const ProbePacket& p) {
+    const ProbeBytes b = encodeProbe(p);
+    send(std::vector<uint8_t>(b.begin(), b.end()));
+  }
+  // The next datagram within `ms`, nullopt if none.
+  std::optional<std::vector<uint8_t>> recv(int ms) {
+    pollfd pfd{fd_, POLLIN, 0};
+    if (::poll(&pfd, 1, ms) <= 0) return std::nullopt;
+    std::vector<uint8_t> buf(2048);
+    const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+    if (n < 0) return std::nullopt;
+    buf.resize(static_cast<size_t>(n));
+    return buf;
+  }
+  std::vector<std::vector<uint8_t>> recvAll(int quiet_ms) {
+    std::vector<std::vector<uint8_t>> all;
+    while (auto r = recv(quiet_ms)) all.push_back(*r);
+    return all;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+ResponderOptions loopbackOptions() {
+  ResponderOptions o;
+  o.address = "127.0.0.1";
+  o.port = 0;
+  return o;
+}
+
+ProbePacket probe(uint64_t flow, uint32_t seq, uint32_t session = 1) {
+  ProbePacket p;
+  p.session = session;
+  p.flow = flow;
+  p.seq = seq;
+  p.send_ns = 1000 + seq;
+  return p;
+}
+
+std::unique_ptr<Responder> startOrDie(const ResponderOptions& o) {
+  std::string err;
+  auto r = Responder::start(o, &err);
+  EXPECT_NE(r, nullptr) << err;
+  return r;
+}
+
+TEST(Responder, AnswersProbesWithCountsPerFlowAndSession) {
+  auto r = startOrDie(loopbackOptions());
+  ASSERT_NE(r, nullptr);
+  Client c(r->port());
+  const std::vector<std::pair<uint64_t, uint32_t>> sends = {{1, 1}, {1, 1}, {2, 1}, {1, 1},
+                                                           {1, 2}, {2, 1}};
+  const std::vector<uint32_t> want = {1, 2, 1, 3, 1, 2};
+  for (size_t i = 0; i < sends.size(); ++i) {
+    c.send(probe(sends[i].first, static_cast<uint32_t>(i), sends[i].second));
+    auto got = c.recv(2000);
+    ASSERT_TRUE(got) << i;
+    ASSERT_EQ(got->size(), kProbeSize);
+    ProbePacket reply;
+    ASSERT_EQ(decodeProbe(*got, reply), DecodeError::kOk);
+    EXPECT_EQ(reply.type, ProbeType::kReply);
+    EXPECT_EQ(reply.seq, i);
+    EXPECT_EQ(reply.flow, sends[i].first);
+    EXPECT_EQ(reply.send_ns, 1000 + i);
+    EXPECT_EQ(reply.received, want[i]) << i;
+  }
+  // A trace probe is answered but not counted.
+  ProbePacket t = probe(1, 99);
+  t.flags = kProbeFlagTrace;
+  c.send(t);
+  auto got = c.recv(2000);
+  ASSERT_TRUE(got);
+  ProbePacket reply;
+  ASSERT_EQ(decodeProbe(*got, reply), DecodeError::kOk);
+  EXPECT_TRUE(reply.trace());
+  EXPECT_EQ(reply.received, 0u);
+  c.send(probe(1, 100));
+  got = c.recv(2000);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(decodeProbe(*got, reply), DecodeError::kOk);
+  EXPECT_EQ(reply.received, 4u);
+  EXPECT_EQ(r->stats().replied, 8u);
+  EXPECT_EQ(r->stats().flows, 3u);
+}
+
+TEST(Responder, IgnoresAnythingButWellFormedProbes) {
+  auto r = startOrDie(loopbackOptions());
+  ASSERT_NE(r, nullptr);
+  Client c(r->port());
+  std::mt19937_64 rng(5);
+  int sent = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<uint8_t> b(rng() % 100);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    c.send(b);
+    ++sent;
+  }
+  // A reply is not a probe; a valid probe with a byte more is not a probe.
+  ProbePacket reply = makeReply(probe(1, 1), 1);
+  c.send(reply);
+  const ProbeBytes ok = encodeProbe(probe(1, 2));
+  std::vector<uint8_t> longer(ok.begin(), ok.end());
+  longer.push_back(0);
+  c.send(longer);
+  std::vector<uint8_t> huge(1400, 0);
+  std::copy(ok.begin(), ok.end(), huge.begin());
+  c.send(huge);
+  sent += 3;
+  EXPECT_TRUE(c.recvAll(300).empty());
+  // Still serving afterwards, and never more bytes than received.
+  c.send(std::vector<uint8_t>(ok.begin(), ok.end()));
+  auto got = c.recv(2000);
+  ASSERT_TRUE(got);
+  EXPECT_LE(got->size(), ok.size());
+  const ResponderStats s = r->stats();
+  EXPECT_EQ(s.malformed, static_cast<uint64_t>(sent));
+  EXPECT_EQ(s.replied, 1u);
+}
+
+TEST(Responder, RateLimitsEachSource) {
+  ResponderOptions o = loopbackOptions();
+  o.rate_per_source = 50;
+  o.burst_per_source = 10;
+  auto r = startOrDie(o);
+  ASSERT_NE(r, nullptr);
+  Client c(r->port());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t i = 0; i < 400; ++i) c.send(probe(7, i));
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const size_t replies = c.recvAll(300).size();
+  EXPECT_GE(replies, 10u);
+  EXPECT_LE(static_cast<double>(replies), 10 + 50 * (elapsed + 0.05) + 1);
+  const ResponderStats s = r->stats();
+  EXPECT_EQ(s.replied + s.rate_limited, 400u);
+  EXPECT_GT(s.rate_limited, 300u);
+  // Another source (127.0.0.2) has its own bucket... when the host routes it.
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.2", &src.sin_addr);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src), 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(r->port());
+  inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  const ProbeBytes b = encodeProbe(probe(7, 1));
+  ASSERT_GE(::sendto(fd, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst), 0);
+  pollfd pfd{fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 2000), 1);
+  ::close(fd);
+}
+
+TEST(Responder, FlowTableStaysBounded) {
+  ResponderOptions o = loopbackOptions();
+  o.max_flows = 4;
+  auto r = startOrDie(o);
+  ASSERT_NE(r, nullptr);
+  Client c(r->port());
+  for (uint64_t flow = 0; flow < 50; ++flow) c.send(probe(flow, 0));
+  EXPECT_EQ(c.recvAll(300).size(), 50u);
+  const ResponderStats s = r->stats();
+  EXPECT_EQ(s.flows, 4u);
+  EXPECT_EQ(s.flows_evicted, 46u);
+  // The most recent flow kept its count; the first one was forgotten.
+  c.send(probe(49, 1));
+  c.send(probe(0, 1));
+  auto all = c.recvAll(300);
+  ASSERT_EQ(all.size(), 2u);
+  ProbePacket a, b;
+  ASSERT_EQ(decodeProbe(all[0], a), DecodeError::kOk);
+  ASSERT_EQ(decodeProbe(all[1], b), DecodeError::kOk);
+  EXPECT_EQ(a.received, 2u);
+  EXPECT_EQ(b.received, 1u);
+}
+
+TEST(Responder, TestHooksDropOrMuteEveryNth) {
+  ResponderOptions o = loopbackOptions();
+  o.drop_every_nth = 4;
+  auto r = startOrDie(o);
+  ASSERT_NE(r, nullptr);
+  Client c(r->port());
+  for (uint32_t i = 0; i < 8; ++i) c.send(probe(1, i));
+  auto all = c.recvAll(300);
+  ASSERT_EQ(all.size(), 6u);  // the 4th and 8th never "arrived"
+  ProbePacket last;
+  ASSERT_EQ(decodeProbe(all.back(), last), DecodeError::kOk);
+  EXPECT_EQ(last.received, 6u);
+
+  ResponderOptions m = loopbackOptions();
+  m.mute_every_nth = 4;
+  auto r2 = startOrDie(m);
+  ASSERT_NE(r2, nullptr);
+  Client c2(r2->port());
+  for (uint32_t i = 0; i < 8; ++i) c2.send(probe(1, i));
+  all = c2.recvAll(300);
+  ASSERT_EQ(all.size(), 6u);  // counted but not answered
+  ASSERT_EQ(decodeProbe(all.back(), last), DecodeError::kOk);
+  EXPECT_EQ(last.received, 7u);
+  EXPECT_EQ(r2->stats().hook_muted, 2u);
+}
+
+}  // namespace
+}  // namespace netdiag::collector
