@@ -1,0 +1,271 @@
+// The analyzer's metrics from a real engine: a small leaf-spine fabric with
+// one lossy directed link is fed to an Engine, update() runs after every
+// window, and the registry is serialized with the Prometheus text format to
+// check names, labels and values; the fault's series disappear once the
+// incident resolves; `promtool check metrics` accepts the text when promtool
+// is installed.
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "exporter/analyzer_metrics.h"
+#include "tests/unit/analyzer/analyzer_test_util.h"
+
+namespace netdiag::exporter {
+namespace {
+
+using analyzer::testing::Fabric;
+using analyzer::testing::Mesh;
+using analyzer::testing::Record;
+using analyzer::testing::windows;
+
+// One sample of the text format: name, labels, value.
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+std::vector<Sample> parse(const std::string& text) {
+  std::vector<Sample> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    Sample s;
+    size_t i = line.find_first_of("{ ");
+    s.name = line.substr(0, i);
+    if (line[i] == '{') {
+      size_t end = line.find('}', i);
+      std::string body = line.substr(i + 1, end - i - 1);
+      size_t pos = 0;
+      while (pos < body.size()) {
+        size_t eq = body.find('=', pos);
+        size_t q2 = body.find('"', eq + 2);
+        s.labels[body.substr(pos, eq - pos)] = body.substr(eq + 2, q2 - eq - 2);
+        pos = q2 + 1;
+        if (pos < body.size() && body[pos] == ',') ++pos;
+      }
+      i = end + 1;
+    }
+    s.value = std::stod(line.substr(i + 1));
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Sample> find(const std::vector<Sample>& all, const std::string& name,
+                         const std::map<std::string, std::string>& labels = {}) {
+  std::vector<Sample> out;
+  for (const Sample& s : all) {
+    if (s.name != name) continue;
+    bool match = true;
+    for (const auto& [k, v] : labels) {
+      auto it = s.labels.find(k);
+      match = match && it != s.labels.end() && it->second == v;
+    }
+    if (match) out.push_back(s);
+  }
+  return out;
+}
+
+std::optional<double> value(const std::vector<Sample>& all, const std::string& name,
+                            const std::map<std::string, std::string>& labels = {}) {
+  auto found = find(all, name, labels);
+  if (found.size() != 1) return std::nullopt;
+  return found[0].value;
+}
+
+const std::map<std::string, std::string> kBadLink = {{"device", "leaf1"},
+                                                     {"interface", "swp3"},
+                                                     {"neighbor_device", "spine1"},
+                                                     {"neighbor_interface", "swp1"}};
+
+class AnalyzerMetricsTest : public ::testing::Test {
+ protected:
+  Fabric fabric;
+  Mesh mesh{fabric};
+  analyzer::Engine engine{fabric.t};
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  AnalyzerMetrics metrics{registry, fabric.t, MetricsOptions{.top_degraded = 3, .coverage_min_probes = 100}};
+  IngestCounters ingest;
+  std::vector<AgentStatus> agents = {{"host0", 0, true, 0, 0}, {"host1", 0, true, 0, 0}};
+  double wall_offset = 1.7e9;  // telemetry times are shifted onto a Unix clock
+
+  // Feeds windows (from, to] and updates the metrics after each one, as the
+  // daemon does after each pass.
+  void run(double from, double to) {
+    for (double t : windows(from, to)) {
+      std::vector<Record> records;
+      mesh.window(t + wall_offset, records);
+      analyzer::testing::feed(engine, records);
+      ingest.batches += 2;
+      ingest.probes += records.size();
+      for (auto& a : agents) {
+        a.last_seen = t + wall_offset;
+        a.batches += 1;
+        a.records += records.size() / agents.size();
+      }
+      metrics.update(engine, ingest, agents, t + wall_offset + 2);
+    }
+  }
+
+  std::string text() const {
+    return prometheus::TextSerializer().Serialize(registry->Collect());
+  }
+};
+
+TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenResolved) {
+  mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
+  run(0, 300);
+  const std::string during = text();
+  auto s = parse(during);
+
+  // The fault, named by its directed link.
+  auto faults = find(s, "netdiag_link_fault");
+  ASSERT_EQ(faults.size(), 1u) << during;
+  for (const auto& [k, v] : kBadLink) EXPECT_EQ(faults[0].labels[k], v) << k;
+  EXPECT_EQ(faults[0].labels["kind"], "link_loss");
+  EXPECT_EQ(faults[0].labels["incident"].rfind("inc-", 0), 0u);
+  EXPECT_EQ(faults[0].value, 1);
+  const std::string incident = faults[0].labels["incident"];
+
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(kBadLink.begin(), kBadLink.end());
+    return extra;
+  };
+  auto loss = value(s, "netdiag_suspect_link_loss_ratio", with({{"incident", incident}, {"state", "localized"}}));
+  ASSERT_TRUE(loss) << during;
+  EXPECT_NEAR(*loss, 0.05, 0.03);
+  auto conf = value(s, "netdiag_suspect_link_confidence", with({{"incident", incident}}));
+  ASSERT_TRUE(conf);
+  EXPECT_GE(*conf, 0.99);
+  EXPECT_LE(*conf, 1.0);
+
+  // Open incidents by kind and state: one localized link_loss, zeros elsewhere.
+  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}), 1.0);
+  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_down"}, {"state", "localized"}}), 0.0);
+  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "host_unreachable"}, {"state", "open"}}), 0.0);
+
+  // Drain advice: leaf1 keeps 1 of its 2 uplinks and strands no host.
+  EXPECT_EQ(value(s, "netdiag_link_drain_safe", kBadLink), 1.0);
+  EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width", kBadLink), 2.0);
+  EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width_remaining", kBadLink), 1.0);
+
+  // Degraded links: bounded by top_degraded, and the bad link ranks first.
+  auto degraded = find(s, "netdiag_degraded_link_loss_ratio");
+  EXPECT_GE(degraded.size(), 1u);
+  EXPECT_LE(degraded.size(), 3u);
+  auto bad_ratio = value(s, "netdiag_degraded_link_loss_ratio", kBadLink);
+  ASSERT_TRUE(bad_ratio) << during;
+  for (const Sample& d : degraded) EXPECT_LE(d.value, *bad_ratio);
+  auto excess = value(s, "netdiag_degraded_link_excess_loss_ratio", kBadLink);
+  ASSERT_TRUE(excess);
+  EXPECT_NEAR(*excess, *bad_ratio - *value(s, "netdiag_background_loss_ratio"), 1e-9);
+  EXPECT_GT(*value(s, "netdiag_degraded_link_probes", kBadLink), 100);
+
+  // Coverage: every directed link of this full mesh carries known paths.
+  EXPECT_EQ(value(s, "netdiag_directed_links"), static_cast<double>(fabric.t.dirLinkCount()));
+  EXPECT_EQ(value(s, "netdiag_probe_coverage_ratio"), 1.0);
+  EXPECT_EQ(value(s, "netdiag_probe_coverage_min_probes"), 100.0);
+
+  // Ingest counters follow the cumulative counts.
+  EXPECT_EQ(value(s, "netdiag_ingest_records_total", {{"kind", "probe"}}),
+            static_cast<double>(ingest.probes));
+  EXPECT_EQ(value(s, "netdiag_ingest_batches_total"), static_cast<double>(ingest.batches));
+  EXPECT_EQ(value(s, "netdiag_ingest_records_total", {{"kind", "lldp"}}), 0.0);
+  EXPECT_EQ(value(s, "netdiag_engine_passes_total"), static_cast<double>(engine.stats().passes));
+
+  // Agents.
+  EXPECT_EQ(value(s, "netdiag_agent_connected", {{"agent", "host0"}}), 1.0);
+  EXPECT_EQ(value(s, "netdiag_agent_last_seen_timestamp_seconds", {{"agent", "host1"}}), 300 + wall_offset);
+  EXPECT_EQ(value(s, "netdiag_agents", {{"state", "connected"}}), 2.0);
+
+  // Delays: one detection and one localization observed, in telemetry seconds.
+  EXPECT_GE(value(s, "netdiag_incident_localize_delay_seconds_count"), 1.0);
+  EXPECT_GE(value(s, "netdiag_incident_detect_delay_seconds_count"), 1.0);
+  EXPECT_LE(*value(s, "netdiag_incident_localize_delay_seconds_sum"), 120.0);
+  EXPECT_EQ(value(s, "netdiag_analyzer_up"), 1.0);
+
+  // The fault ends and an agent leaves: their series go away.
+  mesh.loss.clear();
+  agents.pop_back();
+  agents[0].connected = false;
+  run(300, 700);  // the horizon (180 s) empties, then resolve_after (60 s)
+  const std::string after = text();
+  auto a = parse(after);
+  EXPECT_TRUE(find(a, "netdiag_link_fault").empty()) << after;
+  EXPECT_TRUE(find(a, "netdiag_suspect_link_loss_ratio", {{"incident", incident}}).empty());
+  EXPECT_TRUE(find(a, "netdiag_link_drain_safe").empty());
+  EXPECT_EQ(value(a, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}), 0.0);
+  EXPECT_TRUE(find(a, "netdiag_agent_connected", {{"agent", "host1"}}).empty());
+  EXPECT_EQ(value(a, "netdiag_agent_connected", {{"agent", "host0"}}), 0.0);
+  EXPECT_EQ(value(a, "netdiag_agents", {{"state", "disconnected"}}), 1.0);
+  // The histograms keep what they observed.
+  EXPECT_GE(value(a, "netdiag_incident_localize_delay_seconds_count"), 1.0);
+}
+
+TEST_F(AnalyzerMetricsTest, CountersSurviveASourceRestartAndNeverGoDown) {
+  mesh.loss.clear();
+  run(0, 20);
+  auto before = value(parse(text()), "netdiag_ingest_records_total", {{"kind", "probe"}});
+  ASSERT_TRUE(before);
+  ingest = IngestCounters{};  // the daemon's counts restarted
+  ingest.probes = 7;
+  ingest.malformed = 3;
+  metrics.update(engine, ingest, agents, wall_offset + 30);
+  auto s = parse(text());
+  EXPECT_EQ(value(s, "netdiag_ingest_records_total", {{"kind", "probe"}}), *before + 7);
+  EXPECT_EQ(value(s, "netdiag_ingest_malformed_records_total"), 3.0);
+}
+
+TEST_F(AnalyzerMetricsTest, NoDegradedSeriesWhenDisabledAndNoLinkSeriesOnACleanFabric) {
+  run(0, 100);
+  auto s = parse(text());
+  EXPECT_TRUE(find(s, "netdiag_link_fault").empty());
+  EXPECT_TRUE(find(s, "netdiag_suspect_link_loss_ratio").empty());
+  // A clean fabric has no link losing more than background.
+  EXPECT_TRUE(find(s, "netdiag_degraded_link_loss_ratio").empty());
+  // Cardinality: a fixed number of series, whatever the fabric's size.
+  EXPECT_LT(s.size(), 120u) << text();
+
+  auto reg = std::make_shared<prometheus::Registry>();
+  AnalyzerMetrics off(reg, fabric.t, MetricsOptions{.top_degraded = 0});
+  mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
+  run(100, 200);
+  off.update(engine, ingest, agents, wall_offset + 200);
+  auto o = parse(prometheus::TextSerializer().Serialize(reg->Collect()));
+  EXPECT_TRUE(find(o, "netdiag_degraded_link_loss_ratio").empty());
+}
+
+TEST_F(AnalyzerMetricsTest, PromtoolAcceptsTheExposition) {
+  if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed";
+  mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
+  run(0, 300);
+  auto dir = std::filesystem::temp_directory_path() / ("netdiag-metrics-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "metrics.txt";
+  std::ofstream(file) << text();
+  const std::string cmd = "/usr/bin/promtool check metrics < " + file.string() + " > " +
+                          (dir / "out.txt").string() + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::ifstream out(dir / "out.txt");
+  std::string msg((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(rc, 0) << msg;
+  EXPECT_EQ(msg, "") << "promtool lint findings";
+}
+
+}  // namespace
+}  // namespace netdiag::exporter

@@ -1,0 +1,119 @@
+// Drain plans on generated fabrics: a leaf uplink in a leaf-spine fabric is
+// safe and leaves the other uplinks; a single-NIC host's access link strands
+// that host; parallel links count one each; links already down make a second
+// drain unsafe; fat-tree tiers are named leaf, spine and core.
+
+#include "topology/drain.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/generators.h"
+
+namespace netdiag::topology {
+namespace {
+
+// The first link between two named nodes.
+LinkId between(const Topology& t, const std::string& a, const std::string& b) {
+  NodeId na = *t.findNode(a), nb = *t.findNode(b);
+  for (DirLinkId d : t.outLinks(na)) {
+    if (t.dirDstNode(d) == nb) return Topology::linkOf(d);
+  }
+  ADD_FAILURE() << "no link " << a << " - " << b;
+  return 0;
+}
+
+TEST(DrainPlan, LeafUplinkIsSafeAndKeepsTheOtherUplinks) {
+  Topology t = generateLeafSpine({.spines = 4, .leaves = 4, .hosts_per_leaf = 2});
+  Router router(t);
+  DrainPlan p = planDrain(router, between(t, "leaf2", "spine1"));
+  EXPECT_EQ(t.node(p.lower).name, "leaf2");
+  EXPECT_EQ(t.node(p.upper).name, "spine1");
+  EXPECT_EQ(p.lower_tier, "leaf");
+  EXPECT_EQ(p.upper_tier, "spine");
+  EXPECT_EQ(p.width_before, 4u);
+  EXPECT_EQ(p.width_after, 3u);
+  EXPECT_TRUE(p.stranded_hosts.empty());
+  EXPECT_TRUE(p.safe);
+  EXPECT_EQ(p.summary, "safe: leaf2 keeps 3 of 4 uplinks to the spine tier; no host loses all its paths");
+}
+
+TEST(DrainPlan, SingleNicHostAccessLinkStrandsTheHost) {
+  Topology t = generateLeafSpine({.spines = 2, .leaves = 2, .hosts_per_leaf = 2, .nics_per_host = 1});
+  Router router(t);
+  NodeId host = *t.findNode("host1");
+  DirLinkId access = t.outLinks(host)[0];
+  DrainPlan p = planDrain(router, Topology::linkOf(access));
+  EXPECT_EQ(p.lower, host);
+  EXPECT_EQ(p.width_before, 1u);
+  EXPECT_EQ(p.width_after, 0u);
+  EXPECT_FALSE(p.safe);
+  ASSERT_FALSE(p.stranded_hosts.empty());
+  // host1 loses everything, and every other host loses host1.
+  EXPECT_EQ(p.stranded_hosts.size(), 4u);
+  EXPECT_NE(p.summary.find("unsafe: host1 keeps 0 of 1 links to the leaf tier"), std::string::npos) << p.summary;
+  EXPECT_NE(p.summary.find("would lose every path"), std::string::npos);
+}
+
+TEST(DrainPlan, DualNicHostKeepsItsOtherLink) {
+  Topology t = generateLeafSpine({.spines = 2, .leaves = 2, .hosts_per_leaf = 2, .nics_per_host = 2});
+  Router router(t);
+  NodeId host = *t.findNode("host1");
+  DrainPlan p = planDrain(router, Topology::linkOf(t.outLinks(host)[0]));
+  EXPECT_EQ(p.width_before, 2u);
+  EXPECT_EQ(p.width_after, 1u);
+  EXPECT_TRUE(p.safe) << p.summary;
+}
+
+TEST(DrainPlan, ParallelLinksCountEachAndLinksAlreadyDownAreLeftOut) {
+  Topology t = generateLeafSpine({.spines = 4, .leaves = 2, .hosts_per_leaf = 1, .parallel = 2});
+  Router router(t);
+  DrainPlan p = planDrain(router, between(t, "leaf1", "spine1"));
+  EXPECT_EQ(p.width_before, 8u);
+  EXPECT_EQ(p.width_after, 7u);
+  EXPECT_TRUE(p.safe);
+  // With all but one uplink of leaf1 down, draining the last one cuts its hosts off.
+  LinkId last = kNone;
+  for (DirLinkId d : t.outLinks(*t.findNode("leaf1"))) {
+    NodeId v = t.dirDstNode(d);
+    if (t.node(v).role != Role::kSpine) continue;
+    if (last == kNone) {
+      last = Topology::linkOf(d);
+    } else {
+      router.setLinkDown(Topology::linkOf(d), true);
+    }
+  }
+  DrainPlan q = planDrain(router, last);
+  EXPECT_EQ(q.width_before, 1u);
+  EXPECT_EQ(q.width_after, 0u);
+  EXPECT_FALSE(q.safe);
+  EXPECT_FALSE(q.stranded_hosts.empty());
+  // A link already down: draining it changes nothing.
+  LinkId down = kNone;
+  for (LinkId l = 0; l < t.linkCount(); ++l) {
+    if (router.isDown(l)) down = l;
+  }
+  DrainPlan r = planDrain(router, down);
+  EXPECT_TRUE(r.already_down);
+  EXPECT_TRUE(r.safe);
+}
+
+TEST(DrainPlan, FatTreeTiersAndCoreLinks) {
+  Topology t = generateFatTree({.k = 4});
+  Router router(t);
+  // An aggregation-core link: the aggregation switch (role spine) keeps 1 of 2.
+  LinkId l = kNone;
+  for (LinkId i = 0; i < t.linkCount() && l == kNone; ++i) {
+    auto ra = t.node(t.port(t.link(i).a).node).role, rb = t.node(t.port(t.link(i).b).node).role;
+    if ((ra == Role::kCore) != (rb == Role::kCore)) l = i;
+  }
+  ASSERT_NE(l, kNone);
+  DrainPlan p = planDrain(router, l);
+  EXPECT_EQ(p.lower_tier, "spine");
+  EXPECT_EQ(p.upper_tier, "core");
+  EXPECT_EQ(p.width_before, 2u);
+  EXPECT_EQ(p.width_after, 1u);
+  EXPECT_TRUE(p.safe);
+}
+
+}  // namespace
+}  // namespace netdiag::topology
