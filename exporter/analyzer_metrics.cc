@@ -94,7 +94,7 @@ struct AnalyzerMetrics::Impl {
 
   // Link faults and suspects (one series per open incident).
   GaugeSet link_fault, suspect_loss, suspect_confidence, host_unreachable, miscabled_port;
-  GaugeSet drain_safe, drain_width, drain_width_left;
+  GaugeSet drain_safe, drain_width, drain_width_left, drain_info;
   // Degraded links: top N by excess loss over the background.
   GaugeSet degraded_loss, degraded_excess, degraded_probes;
   // Incidents.
@@ -144,6 +144,9 @@ struct AnalyzerMetrics::Impl {
                     "Up links from the link's lower-tier end to the tier above it, before a drain."),
         drain_width_left(*registry, "netdiag_link_drain_ecmp_width_remaining",
                          "Up links from the link's lower-tier end to the tier above it, after draining it."),
+        drain_info(*registry, "netdiag_link_drain_info",
+                   "Drain advice in words for each link named by an open link incident (label advice), "
+                   "for alert annotations; always 1."),
         degraded_loss(*registry, "netdiag_degraded_link_loss_ratio",
                       "Probe loss ratio over the horizon of the top-N links by loss in excess of the "
                       "background (probes of known path crossing the directed link)."),
@@ -323,6 +326,9 @@ struct AnalyzerMetrics::Impl {
       drain_safe.set(labels, plan.safe ? 1 : 0);
       drain_width.set(labels, static_cast<double>(plan.width_before));
       drain_width_left.set(labels, static_cast<double>(plan.width_after));
+      Labels info = labels;
+      info["advice"] = plan.summary;
+      drain_info.set(info, 1);
     }
   }
 
@@ -388,7 +394,8 @@ struct AnalyzerMetrics::Impl {
 
   void sweepAll() {
     for (GaugeSet* g : {&link_fault, &suspect_loss, &suspect_confidence, &host_unreachable,
-                        &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &degraded_loss,
+                        &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &drain_info,
+                        &degraded_loss,
                         &degraded_excess, &degraded_probes, &agent_last_seen, &agent_connected,
                         &agent_batches, &agent_records}) {
       g->sweep();

@@ -162,6 +162,10 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_EQ(value(s, "netdiag_link_drain_safe", kBadLink), 1.0);
   EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width", kBadLink), 2.0);
   EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width_remaining", kBadLink), 1.0);
+  auto info = find(s, "netdiag_link_drain_info", kBadLink);
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_EQ(info[0].labels["advice"],
+            "safe: leaf1 keeps 1 of 2 uplinks to the spine tier; no host loses all its paths");
 
   // Degraded links: bounded by top_degraded, and the bad link ranks first.
   auto degraded = find(s, "netdiag_degraded_link_loss_ratio");
@@ -208,6 +212,7 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_TRUE(find(a, "netdiag_link_fault").empty()) << after;
   EXPECT_TRUE(find(a, "netdiag_suspect_link_loss_ratio", {{"incident", incident}}).empty());
   EXPECT_TRUE(find(a, "netdiag_link_drain_safe").empty());
+  EXPECT_TRUE(find(a, "netdiag_link_drain_info").empty());
   EXPECT_EQ(value(a, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}), 0.0);
   EXPECT_TRUE(find(a, "netdiag_agent_connected", {{"agent", "host1"}}).empty());
   EXPECT_EQ(value(a, "netdiag_agent_connected", {{"agent", "host0"}}), 0.0);
