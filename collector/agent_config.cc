@@ -1,0 +1,231 @@
+#include "collector/agent_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace netdiag::collector {
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+bool parseDouble(const std::string& s, double* out) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool parseBytes(const std::string& s, uint64_t* out) {
+  size_t digits = 0;
+  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  if (digits == 0 || digits > 19) return false;
+  const uint64_t v = std::stoull(s.substr(0, digits));
+  const std::string suffix = s.substr(digits);
+  uint64_t mult = 1;
+  if (suffix.empty()) {
+    mult = 1;
+  } else if (suffix == "K" || suffix == "KB") {
+    mult = 1000;
+  } else if (suffix == "M" || suffix == "MB") {
+    mult = 1000 * 1000;
+  } else if (suffix == "G" || suffix == "GB") {
+    mult = 1000 * 1000 * 1000;
+  } else if (suffix == "Ki" || suffix == "KiB") {
+    mult = 1ull << 10;
+  } else if (suffix == "Mi" || suffix == "MiB") {
+    mult = 1ull << 20;
+  } else if (suffix == "Gi" || suffix == "GiB") {
+    mult = 1ull << 30;
+  } else {
+    return false;
+  }
+  if (v > UINT64_MAX / mult) return false;
+  *out = v * mult;
+  return true;
+}
+
+bool parseBool(const std::string& s, bool* out) {
+  for (const char* t : {"true", "yes", "on", "1"}) {
+    if (s == t) {
+      *out = true;
+      return true;
+    }
+  }
+  for (const char* f : {"false", "no", "off", "0"}) {
+    if (s == f) {
+      *out = false;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool validHostPort(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
+  const std::string port = s.substr(colon + 1);
+  if (port.size() > 5) return false;
+  for (char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  const long p = std::strtol(port.c_str(), nullptr, 10);
+  return p > 0 && p <= 65535;
+}
+
+}  // namespace
+
+std::string AgentConfigKey::flag() const {
+  std::string f = "--" + key;
+  for (char& c : f) {
+    if (c == '_') c = '-';
+  }
+  return f;
+}
+
+const std::vector<AgentConfigKey>& agentConfigKeys() {
+  static const std::vector<AgentConfigKey> keys = {
+      {"node", "this agent's node name in the topology (required)", &AgentConfig::node},
+      {"analyzer", "the analyzer's gRPC address HOST:PORT (required)", &AgentConfig::analyzer},
+      {"spool_dir", "directory of the on-disk spool (default: in memory)", &AgentConfig::spool_dir},
+      {"spool_max_bytes", "spool bound in bytes (suffixes K M G Ki Mi Gi)",
+       &AgentConfig::spool_max_bytes},
+      {"metrics_address", "HOST:PORT of the agent's own /metrics (empty: off)",
+       &AgentConfig::metrics_address},
+      {"batch_interval", "seconds between batches sent to the analyzer", &AgentConfig::batch_interval},
+      {"counters_interval", "seconds between port counter reads", &AgentConfig::counters_interval},
+      {"sysfs_root", "root of sysfs", &AgentConfig::sysfs_root},
+      {"path_refresh", "seconds between path rediscoveries of a flow (0: once)",
+       &AgentConfig::path_refresh},
+      {"tls_ca", "CA certificate to verify the analyzer (PEM)", &AgentConfig::tls_ca},
+      {"tls_cert", "client certificate for mutual TLS (PEM)", &AgentConfig::tls_cert},
+      {"tls_key", "client key for mutual TLS (PEM)", &AgentConfig::tls_key},
+      {"plan_file", "a fixed probe plan (AgentPlan as JSON) instead of the analyzer's",
+       &AgentConfig::plan_file},
+      {"plan_refresh", "seconds between checks for a newer plan", &AgentConfig::plan_refresh},
+      {"probe_timeout", "seconds after a window's end before unanswered probes are lost",
+       &AgentConfig::probe_timeout},
+      {"responder_address", "address the responder binds", &AgentConfig::responder_address},
+      {"responder_rate_limit", "replies per second per source address",
+       &AgentConfig::responder_rate_limit},
+      {"lldp", "capture LLDP on monitored ports (needs CAP_NET_RAW)", &AgentConfig::lldp},
+  };
+  return keys;
+}
+
+std::string setAgentConfigValue(AgentConfig& config, const std::string& key,
+                                const std::string& text) {
+  for (const AgentConfigKey& k : agentConfigKeys()) {
+    if (k.key != key) continue;
+    if (auto m = std::get_if<std::string AgentConfig::*>(&k.member)) {
+      config.*(*m) = text;
+    } else if (auto d = std::get_if<double AgentConfig::*>(&k.member)) {
+      if (!parseDouble(text, &(config.*(*d)))) return "expected a number, got " + quoted(text);
+    } else if (auto u = std::get_if<uint64_t AgentConfig::*>(&k.member)) {
+      if (!parseBytes(text, &(config.*(*u)))) {
+        return "expected a byte count (e.g. 1048576 or 256Mi), got " + quoted(text);
+      }
+    } else if (auto b = std::get_if<bool AgentConfig::*>(&k.member)) {
+      if (!parseBool(text, &(config.*(*b)))) return "expected true or false, got " + quoted(text);
+    }
+    return "";
+  }
+  return "unknown key";
+}
+
+std::vector<std::string> applyAgentConfigYaml(AgentConfig& config, const std::string& yaml,
+                                              const std::string& source) {
+  std::vector<std::string> errors;
+  auto at = [&](const YAML::Mark& m) { return source + ":" + std::to_string(m.line + 1) + ": "; };
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    errors.push_back(at(e.mark) + "not valid YAML: " + e.msg);
+    return errors;
+  }
+  if (root.IsNull()) return errors;  // an empty file sets nothing
+  if (!root.IsMap()) {
+    errors.push_back(at(root.Mark()) + "expected a map of settings (key: value)");
+    return errors;
+  }
+  for (const auto& kv : root) {
+    const YAML::Node& k = kv.first;
+    const YAML::Node& v = kv.second;
+    if (!k.IsScalar()) {
+      errors.push_back(at(k.Mark()) + "a key must be a plain name");
+      continue;
+    }
+    const std::string key = k.Scalar();
+    bool known = false;
+    for (const AgentConfigKey& ak : agentConfigKeys()) known |= ak.key == key;
+    if (!known) {
+      std::string hint;
+      if (key.find('-') != std::string::npos) hint = " (keys use '_', not '-')";
+      errors.push_back(at(k.Mark()) + "unknown key " + quoted(key) + hint);
+      continue;
+    }
+    if (v.IsNull()) {
+      // `key:` with nothing: the empty string for text keys, an error otherwise.
+      std::string err = setAgentConfigValue(config, key, "");
+      if (!err.empty()) errors.push_back(at(k.Mark()) + key + ": no value");
+      continue;
+    }
+    if (!v.IsScalar()) {
+      errors.push_back(at(v.Mark()) + key + ": expected a single value, not a list or map");
+      continue;
+    }
+    std::string err = setAgentConfigValue(config, key, v.Scalar());
+    if (!err.empty()) errors.push_back(at(v.Mark()) + key + ": " + err);
+  }
+  return errors;
+}
+
+std::vector<std::string> applyAgentConfigFile(AgentConfig& config, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {path + ": cannot open config file"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return applyAgentConfigYaml(config, ss.str(), path);
+}
+
+std::vector<std::string> validateAgentConfig(const AgentConfig& c) {
+  std::vector<std::string> errors;
+  auto positive = [&](const char* key, double v) {
+    if (!(v > 0)) errors.push_back(std::string(key) + ": must be > 0");
+  };
+  if (c.node.empty()) errors.push_back("node: required (this agent's node in the topology)");
+  if (c.analyzer.empty()) {
+    errors.push_back("analyzer: required (HOST:PORT of the analyzer's gRPC listener)");
+  } else if (!validHostPort(c.analyzer)) {
+    errors.push_back("analyzer: expected HOST:PORT, got " + quoted(c.analyzer));
+  }
+  if (!c.metrics_address.empty() && !validHostPort(c.metrics_address)) {
+    errors.push_back("metrics_address: expected HOST:PORT, got " + quoted(c.metrics_address));
+  }
+  positive("batch_interval", c.batch_interval);
+  positive("counters_interval", c.counters_interval);
+  positive("plan_refresh", c.plan_refresh);
+  positive("probe_timeout", c.probe_timeout);
+  positive("responder_rate_limit", c.responder_rate_limit);
+  if (c.path_refresh < 0) errors.push_back("path_refresh: must be >= 0");
+  if (c.spool_max_bytes == 0) errors.push_back("spool_max_bytes: must be > 0");
+  if (c.sysfs_root.empty()) errors.push_back("sysfs_root: must not be empty");
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    errors.push_back("tls_cert and tls_key: give both for mutual TLS, or neither");
+  }
+  if (!c.tls_cert.empty() && c.tls_ca.empty()) {
+    errors.push_back("tls_cert: mutual TLS also needs tls_ca (to verify the analyzer)");
+  }
+  return errors;
+}
+
+}  // namespace netdiag::collector

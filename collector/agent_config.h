@@ -1,0 +1,65 @@
+#pragma once
+
+// The agent's settings: one typed struct, one table of keys shared by the
+// YAML config file and the command line (every key `a_b` is also the flag
+// `--a-b`), parsing and validation in one place. Later sources override
+// earlier ones: defaults, then the file, then flags.
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace netdiag::collector {
+
+struct AgentConfig {
+  std::string node;      // this agent's node in the topology (required)
+  std::string analyzer;  // host:port of the analyzer's gRPC listener (required)
+  std::string spool_dir;  // on-disk spool; empty: in memory, lost on exit
+  uint64_t spool_max_bytes = 256ull << 20;
+  std::string metrics_address = "127.0.0.1:9700";  // own /metrics; empty: none
+  double batch_interval = 1;     // seconds between batches to the uplink
+  double counters_interval = 5;  // seconds between counter reads
+  std::string sysfs_root = "/sys";
+  double path_refresh = 60;  // seconds between path rediscoveries of a flow; 0: once
+  std::string tls_ca, tls_cert, tls_key;
+  // Beyond the agreed flags:
+  std::string plan_file;      // a fixed plan (v1::AgentPlan as JSON) instead of GetPlan
+  double plan_refresh = 30;   // seconds between asking the analyzer for a newer plan
+  double probe_timeout = 1;   // seconds after a window's end before its unanswered probes count as lost
+  std::string responder_address = "0.0.0.0";
+  double responder_rate_limit = 20000;  // replies per second per source address
+  bool lldp = true;           // capture LLDP on monitored ports (needs CAP_NET_RAW)
+};
+
+// One settable key: its YAML name, help text and the member it sets.
+struct AgentConfigKey {
+  std::string key;  // YAML key; the flag is "--" + key with '_' -> '-'
+  std::string help;
+  std::variant<std::string AgentConfig::*, double AgentConfig::*, uint64_t AgentConfig::*,
+               bool AgentConfig::*>
+      member;
+  std::string flag() const;
+};
+
+const std::vector<AgentConfigKey>& agentConfigKeys();
+
+// Sets `key` from its text form (numbers: plain decimals; spool_max_bytes
+// also with a K/M/G/Ki/Mi/Gi suffix; booleans: true/false/yes/no/on/off/1/0).
+// Returns "" or what is wrong ("expected a number, got \"abc\"").
+std::string setAgentConfigValue(AgentConfig& config, const std::string& key,
+                                const std::string& text);
+
+// Applies a YAML document (a map of the keys above) to `config`. Returns
+// one message per problem, each naming the source, line and key
+// ("agent.yaml:4: batch_interval: expected a number, got \"fast\"");
+// unknown keys are errors (a typo must not silently do nothing).
+std::vector<std::string> applyAgentConfigYaml(AgentConfig& config, const std::string& yaml,
+                                              const std::string& source);
+// Reads `path` and applies it as above.
+std::vector<std::string> applyAgentConfigFile(AgentConfig& config, const std::string& path);
+
+// Checks the finished config; one message per problem, naming the key.
+std::vector<std::string> validateAgentConfig(const AgentConfig& config);
+
+}  // namespace netdiag::collector
