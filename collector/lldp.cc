@@ -346,21 +346,21 @@ std::vector<v1::LldpNeighbor> LldpCapture::poll(double now, std::vector<std::str
       ++frames_;
       const std::string neighbor = info->neighbor();
       if (info->ttl == 0) {  // the neighbour says goodbye
-        port.neighbors.erase(neighbor);
+        if (neighbor == port.neighbor) port.neighbor.clear();
         continue;
       }
-      auto [it, fresh] = port.neighbors.try_emplace(neighbor, Seen{now, 0});
-      it->second.expires_at = now + info->ttl;
-      if (!fresh && now - it->second.reported_at < options_.refresh_s) continue;
-      it->second.reported_at = now;
+      const bool report_now = neighbor != port.neighbor || now >= port.expires_at ||
+                              now - port.reported_at >= options_.refresh_s;
+      port.expires_at = now + info->ttl;
+      if (!report_now) continue;
+      port.neighbor = neighbor;
+      port.reported_at = now;
       v1::LldpNeighbor record;
       record.set_t(now);
       record.set_port(node_ + ":" + ifname);
       record.set_neighbor(neighbor);
       out.push_back(std::move(record));
     }
-    // Forget neighbours whose TTL ran out, so a return is reported at once.
-    std::erase_if(port.neighbors, [&](const auto& kv) { return kv.second.expires_at < now; });
   }
   return out;
 }

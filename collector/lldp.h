@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,8 +69,10 @@ std::optional<LldpInfo> decodeLldpdu(const uint8_t* data, size_t size, std::stri
 std::optional<LldpInfo> decodeLldpFrame(const uint8_t* data, size_t size, std::string* error);
 
 struct LldpCaptureOptions {
-  // A neighbour is reported when it first appears or changes, and again
-  // every refresh_s while its frames keep coming.
+  // A neighbour is reported when it first appears, when it differs from the
+  // one last reported on the port (recabling, also back to a former one),
+  // after its TTL ran out, and again every refresh_s while its frames keep
+  // coming. A TTL of 0 (LLDP shutting down) forgets it.
   double refresh_s = 60;
   // After an interface fails (missing, deleted, moved), reopen no more
   // often than this.
@@ -113,15 +114,13 @@ class LldpCapture {
   size_t openHandles() const;
 
  private:
-  struct Seen {
-    double reported_at;
-    double expires_at;
-  };
   struct Port {
     pcap_t* handle = nullptr;
     double retry_at = 0;
     std::string last_error;
-    std::map<std::string, Seen> neighbors;  // by neighbor text
+    std::string neighbor;  // last reported; empty: none (or it expired / said goodbye)
+    double reported_at = 0;
+    double expires_at = 0;
   };
   bool open(const std::string& ifname, Port& port, std::string* error);
   void close(Port& port);

@@ -361,6 +361,19 @@ TEST_F(LldpLive, SeesAnInjectedFrameOnThePeerAndDeduplicates) {
     got = pollFor(capture, 132, &errors);
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].neighbor(), "leaf2:swp7");
+    // ...and so is a return to the former one, refresh interval or not.
+    ASSERT_TRUE(inject("la", frame));
+    got = pollFor(capture, 132.5, &errors);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].neighbor(), "leaf1:swp3");
+    // A goodbye (TTL 0) forgets it: the next frame is reported at once.
+    LldpInfo bye = leaf1swp3();
+    bye.ttl = 0;
+    ASSERT_TRUE(inject("la", encodeFrame(encodePdu(bye))));
+    ASSERT_TRUE(inject("la", frame));
+    got = pollFor(capture, 132.7, &errors);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].neighbor(), "leaf1:swp3");
 
     // A malformed LLDP frame is counted and reported, not fatal.
     ASSERT_TRUE(inject("la", encodeFrame(tlv(kLldpPortId, "\x05swp1"))));
