@@ -262,7 +262,9 @@ class DiskSpool final : public Spool {
       segments[*index] = entry.path().string();
     }
     if (ec) return fail(error, "cannot list spool directory " + dir_ + ": " + ec.message());
-    if (!head_ok && !segments.empty() && fs::exists(path(kHeadFile)) == false)
+    // The head is written when a spool is created, so a missing one with
+    // segments present was lost (deleted by hand, a crash mid-creation).
+    if (!head_ok && !segments.empty() && !fs::exists(path(kHeadFile), ec))
       warn(warnings, path(kHeadFile) + ": missing; replaying every record");
 
     uint64_t next_segment = head.segment;
@@ -470,16 +472,18 @@ class DiskSpool final : public Spool {
     return h;
   }
 
-  // Atomically replaces the head file; on failure the old head stays, which
-  // only means acknowledged batches are resent after a restart.
+  // Atomically replaces the head file (write, rename). Not fsync'ed: losing
+  // the newest head in a power cut only resends acknowledged batches, which
+  // the analyzer drops as duplicates, and an fsync per acknowledgement
+  // would cost more than the batches themselves.
   void writeHead() {
     const std::string text = headText(currentHead());
     const std::string tmp = path(kHeadTmpFile);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return;
-    const bool ok = writeAll(fd, text.data(), text.size(), 0) && ::fsync(fd) == 0;
+    const bool ok = writeAll(fd, text.data(), text.size(), 0);
     ::close(fd);
-    if (ok && ::rename(tmp.c_str(), path(kHeadFile).c_str()) == 0) fsyncDir(dir_);
+    if (ok) ::rename(tmp.c_str(), path(kHeadFile).c_str());
   }
 
   // Deletes segments wholly before the head (after the head names a later one).

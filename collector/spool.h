@@ -45,13 +45,16 @@ std::unique_ptr<Spool> makeMemorySpool(uint64_t max_bytes);
 // Layout: append-only segment files `seg-<20 digits>.log`, each record framed
 // as magic, payload length and CRC-32 of the payload, and a small `head` file
 // naming the first unacknowledged record and the dropped count (replaced
-// atomically: write, fsync, rename). Fully acknowledged segments are deleted.
+// atomically: write a temporary file, rename). Fully acknowledged segments
+// are deleted.
 //
 // Durability: every push is written and fdatasync'ed before push() returns,
 // so a batch pushed before a crash or power loss is there after reopen. The
-// head is rewritten (with fsync) on every pop and drop; if a crash loses the
-// last head update, acknowledged batches reappear once and the analyzer drops
-// them as duplicates (delivery is at least once).
+// head is rewritten on every pop and drop but not fsync'ed (an fsync per
+// acknowledgement would cost more than the batches): if a power cut loses
+// head updates, acknowledged batches reappear once and the analyzer drops
+// them as duplicates (delivery is at least once); a process crash loses
+// nothing, the page cache survives it.
 //
 // Recovery: on open, every segment is scanned; a torn or corrupt record
 // (short header, bad magic, length past the end, CRC mismatch) is skipped —

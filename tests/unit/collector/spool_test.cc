@@ -272,6 +272,21 @@ TEST(DiskSpool, CorruptHeadReplaysEverythingStillOnDisk) {
   EXPECT_EQ(drain(*s), (std::vector<std::string>{batch(0), batch(1), batch(2), batch(3)}));
 }
 
+TEST(DiskSpool, MissingHeadReplaysEverythingStillOnDisk) {
+  TempDir dir;
+  {
+    auto s = open(dir.path(), 1 << 20);
+    for (int i = 0; i < 3; ++i) s->push(batch(i));
+    s->pop(1);
+  }
+  fs::remove(dir.sub("head"));
+  std::vector<std::string> warnings;
+  auto s = open(dir.path(), 1 << 20, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("missing"), std::string::npos) << warnings[0];
+  EXPECT_EQ(s->batches(), 3u);
+}
+
 TEST(DiskSpool, SegmentsRotateAndAcknowledgedOnesAreDeleted) {
   TempDir dir;
   const uint64_t max = 4 << 20;  // segments of 256 KiB
