@@ -121,14 +121,27 @@ DrainPlan planDrain(const Router& router, LinkId link) {
     if (l != link) ++plan.width_after;
   }
 
+  bool partitions = false;
   if (!plan.already_down) {
     std::vector<size_t> before = reachableHosts(topo, router, kNone);
     std::vector<size_t> after = reachableHosts(topo, router, link);
+    // Stranded: hosts cut off from the bulk of the fabric (those left
+    // reaching fewer hosts than the best-connected ones), not every host
+    // that merely loses them; on an even split, every host that lost some.
+    size_t best = 0;
+    std::vector<NodeId> lost_some;
     for (NodeId h = 0; h < topo.nodeCount(); ++h) {
-      if (topo.node(h).isHost() && after[h] < before[h]) plan.stranded_hosts.push_back(h);
+      if (!topo.node(h).isHost()) continue;
+      best = std::max(best, after[h]);
+      if (after[h] < before[h]) lost_some.push_back(h);
     }
+    partitions = !lost_some.empty();
+    for (NodeId h : lost_some) {
+      if (after[h] < best) plan.stranded_hosts.push_back(h);
+    }
+    if (plan.stranded_hosts.empty()) plan.stranded_hosts = lost_some;
   }
-  plan.safe = plan.already_down || (plan.width_after >= 1 && plan.stranded_hosts.empty());
+  plan.safe = plan.already_down || (plan.width_after >= 1 && !partitions);
 
   const std::string& lower = topo.node(plan.lower).name;
   std::string width = lower + " keeps " + std::to_string(plan.width_after) + " of " +
@@ -147,7 +160,7 @@ DrainPlan planDrain(const Router& router, LinkId link) {
     if (plan.stranded_hosts.size() > 3) {
       hosts += " and " + std::to_string(plan.stranded_hosts.size() - 3) + " more";
     }
-    plan.summary = "unsafe: " + width + "; " + hosts + " would lose every path to some hosts";
+    plan.summary = "unsafe: " + width + "; " + hosts + " would be cut off from the rest of the fabric";
   }
   return plan;
 }

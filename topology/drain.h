@@ -24,7 +24,9 @@ struct DrainPlan {
   // Up links from `lower` to nodes of the upper tier, before and after the
   // drain (parallel links count one each). For a host's access link: its NICs' links.
   size_t width_before = 0, width_after = 0;
-  // Hosts that can reach fewer other hosts after the drain than before.
+  // Hosts the drain cuts off from the bulk of the fabric: they reach fewer
+  // hosts than the best-connected hosts still do (on an even split of the
+  // fabric, every host that loses some).
   std::vector<NodeId> stranded_hosts;
   bool already_down = false;  // the link was down already: nothing changes
   bool safe = false;          // width left >= 1 and no host stranded

@@ -48,10 +48,11 @@ TEST(DrainPlan, SingleNicHostAccessLinkStrandsTheHost) {
   EXPECT_EQ(p.width_after, 0u);
   EXPECT_FALSE(p.safe);
   ASSERT_FALSE(p.stranded_hosts.empty());
-  // host1 loses everything, and every other host loses host1.
-  EXPECT_EQ(p.stranded_hosts.size(), 4u);
+  // host1 is cut off; the others only lose host1.
+  ASSERT_EQ(p.stranded_hosts.size(), 1u);
+  EXPECT_EQ(p.stranded_hosts[0], host);
   EXPECT_NE(p.summary.find("unsafe: host1 keeps 0 of 1 links to the leaf tier"), std::string::npos) << p.summary;
-  EXPECT_NE(p.summary.find("would lose every path"), std::string::npos);
+  EXPECT_NE(p.summary.find("host1 would be cut off from the rest of the fabric"), std::string::npos);
 }
 
 TEST(DrainPlan, DualNicHostKeepsItsOtherLink) {
@@ -86,7 +87,9 @@ TEST(DrainPlan, ParallelLinksCountEachAndLinksAlreadyDownAreLeftOut) {
   EXPECT_EQ(q.width_before, 1u);
   EXPECT_EQ(q.width_after, 0u);
   EXPECT_FALSE(q.safe);
-  EXPECT_FALSE(q.stranded_hosts.empty());
+  // Exactly leaf1's host is cut off.
+  ASSERT_EQ(q.stranded_hosts.size(), 1u);
+  EXPECT_EQ(t.node(q.stranded_hosts[0]).name, "host1");
   // A link already down: draining it changes nothing.
   LinkId down = kNone;
   for (LinkId l = 0; l < t.linkCount(); ++l) {
