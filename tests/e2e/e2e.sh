@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# netdiag end to end, live, in a real fabric of Linux routers in network
+# namespaces (lib/fabric.sh builds tests/e2e/fabric.yaml, routed by FRR BGP).
+#
+#   usage: e2e.sh [path/to/netdiag]      (default: $NETDIAG, else netdiag on PATH)
+#
+# One analyzer runs in namespace nd-mgmt; an agent runs in every host and
+# switch namespace and reaches it over the management network (mgmt0 veths
+# bridged in nd-mgmt, 192.168.77.0/24), never over the fabric's links. Then:
+#   1. 3 % loss on one directed leaf->spine link: `netdiag locate --json`
+#      names exactly that directed link within 120 s; removed, it resolves;
+#   2. one link down: a link_down incident on it, none on any other link
+#      (those traffic moved to); back up, it resolves;
+#   3. two cables swapped: a miscabling incident naming their ports;
+#   4. while still swapped, the analyzer is killed (SIGKILL) for 60 s and
+#      restarted: every incident survived (SQLite), nothing the agents
+#      produced was lost (spools drained, nothing dropped, every batch
+#      acknowledged, the analyzer ingested at least what it acknowledged);
+#      the cables are put back and the miscabling resolves.
+# Prints one PASS/FAIL line per step with what was expected and seen. Exit 0
+# pass, 1 fail, 77 skip (not root, no netns, FRR/lldpd/nft missing). Takes
+# about 6 minutes (at most 10). E2E_KEEP=1 keeps the run directory (logs).
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$HERE/lib/fabric.sh"
+source "$HERE/lib/testlib.sh"
+
+NETDIAG=${1:-${NETDIAG:-$(command -v netdiag || true)}}
+TOPO=$HERE/fabric.yaml
+# Short windows and timers: the whole run stays under 10 minutes.
+WINDOW=${E2E_WINDOW:-2}               # seconds per probe record
+PROBE_RATE=${E2E_PROBE_RATE:-400}     # probes/s per host port (the plan's budget)
+FLOWS_PER_PEER=${E2E_FLOWS_PER_PEER:-8}
+RESOLVE_AFTER=${E2E_RESOLVE_AFTER:-20}
+OUTAGE=${E2E_OUTAGE:-60}
+LOCATE_DEADLINE=${E2E_LOCATE_DEADLINE:-120}
+GRPC_PORT=7600; WEB_PORT=9600; AGENT_METRICS_PORT=9700; RESPONDER_PORT=7601
+
+[[ -n $NETDIAG && -x $NETDIAG ]] || { echo "FAIL: netdiag binary not found (give its path, or set NETDIAG)"; exit 1; }
+NETDIAG=$(readlink -f "$NETDIAG")
+e2e_require_fabric
+e2e_lock
+
+FABRIC_RUN=$(mktemp -d /tmp/nd-e2e.XXXXXX)
+chmod 755 "$FABRIC_RUN"
+ANALYZER_PID=""
+cleanup() {
+  fabric_teardown
+  if ((E2E_FAILED)) || [[ ${E2E_KEEP:-} == 1 ]]; then
+    echo "logs kept in $FABRIC_RUN (analyzer.log, agent-<node>.log, frr-*/, lldpd-*/)"
+  else
+    rm -rf "$FABRIC_RUN"
+  fi
+}
+trap cleanup EXIT
+trap 'echo "FAIL: interrupted"; E2E_FAILED=$((E2E_FAILED + 1)); exit 1' INT TERM
+
+fabric_load "$TOPO" || exit 1
+# Namespaces of a run that was killed before its trap ran (we hold the lock,
+# so no other run owns them).
+for ns in $(fabric_namespaces); do
+  [[ -e /run/netns/$ns ]] && { echo "NOTE: removing leftovers of an earlier run"; fabric_teardown; break; }
+done
+
+MGMT=$(fabric_mgmt_server_addr)
+API=http://127.0.0.1:$WEB_PORT
+
+# --- helpers ------------------------------------------------------------------
+
+in_mgmt() { ip netns exec "$FABRIC_MGMT_NS" "$@"; }
+api() { in_mgmt curl -sf --max-time 5 "$API$1"; }
+locate_json() { in_mgmt "$NETDIAG" locate --analyzer "$API" --json 2>>"$FABRIC_RUN/locate.err"; }
+all_incidents() { api "/api/v1/incidents?state=all"; }
+
+start_analyzer() {
+  in_mgmt "$NETDIAG" analyzer --topology "$TOPO" --listen "$MGMT:$GRPC_PORT" \
+    --web.listen-address "127.0.0.1:$WEB_PORT" --db "$FABRIC_RUN/netdiag.db" \
+    --window "$WINDOW" --probe-rate "$PROBE_RATE" --flows-per-peer "$FLOWS_PER_PEER" \
+    --responder-port "$RESPONDER_PORT" --resolve-after "$RESOLVE_AFTER" \
+    >>"$FABRIC_RUN/analyzer.log" 2>&1 &
+  ANALYZER_PID=$!
+  local i
+  for i in $(seq 1 100); do
+    [[ $(in_mgmt curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$API/readyz") == 200 ]] && return 0
+    kill -0 "$ANALYZER_PID" 2>/dev/null || { echo "analyzer exited: $(tail -5 "$FABRIC_RUN/analyzer.log")"; return 1; }
+    sleep 0.2
+  done
+  echo "analyzer not ready after 20 s: $(tail -5 "$FABRIC_RUN/analyzer.log")"
+  return 1
+}
+
+start_agent() {  # node
+  local n=$1
+  fabric_exec "$n" "$NETDIAG" agent --node "$n" --analyzer "$MGMT:$GRPC_PORT" \
+    --spool-dir "$FABRIC_RUN/spool-$n" --metrics-address "127.0.0.1:$AGENT_METRICS_PORT" \
+    --batch-interval 1 --counters-interval 1 --path-refresh 20 \
+    >>"$FABRIC_RUN/agent-$n.log" 2>&1 &
+  echo $! >"$FABRIC_RUN/agent-$n.pid"
+}
+
+# Value of a metric (sum over its label sets) in a node's agent /metrics.
+agent_metric() {  # node name
+  fabric_exec "$1" curl -sf --max-time 3 "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+    awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2; f = 1 } END { if (f) printf "%.0f\n", s; else print "NA" }'
+}
+analyzer_metric() {  # name
+  api /metrics | awk -v m="$1" '$1 == m || index($1, m "{") == 1 { s += $2; f = 1 } END { if (f) printf "%.0f\n", s; else print "NA" }'
+}
+
+# Localized link-fault incidents of a report, as "kind link" lines.
+localized_links() { jq -r '.incidents[]? | select(.localized_at != null and (.kind | startswith("link_"))) | "\(.kind) \(.link)"' | sort -u; }
+reverse_link() { local l=$1; echo "${l#*->}->${l%%->*}"; }
+
+# --- 0. the fabric, the analyzer, the agents -----------------------------------
+
+t=$SECONDS
+if fabric_create && fabric_start_frr && fabric_start_lldpd && fabric_wait_ecmp 60 && fabric_wait_lldp 30; then
+  e2e_result "fabric" "2 spines, 3 leaves, 6 hosts routed by BGP with ECMP, LLDP as cabled" "up after $((SECONDS - t)) s" 0
+else
+  e2e_result "fabric" "the namespaced fabric up" "setup failed (see above; tests/e2e/fabric_test.sh checks the fabric alone)" 1
+  exit 1
+fi
+bad=$(e2e_ping_failures)
+[[ -z $bad ]] || { e2e_result "reachability" "all host pairs ping" "failures: $bad" 1; exit 1; }
+
+if start_analyzer; then
+  e2e_result "analyzer" "ready (/readyz 200) in $FABRIC_MGMT_NS on $MGMT:$GRPC_PORT" "ready" 0
+else
+  e2e_result "analyzer" "ready (/readyz 200)" "not ready" 1; exit 1
+fi
+
+for n in "${FAB_NODES[@]}"; do start_agent "$n"; done
+t=$SECONDS; waiting=""
+while ((SECONDS - t < 60)); do
+  waiting=""
+  for n in "${FAB_NODES[@]}"; do
+    [[ $(agent_metric "$n" netdiag_agent_uplink_connected) == 1 && $(agent_metric "$n" netdiag_agent_plan_version) != 0 &&
+       $(agent_metric "$n" netdiag_agent_plan_version) != NA ]] || waiting+="$n "
+  done
+  [[ -z $waiting ]] && break
+  sleep 1
+done
+flows=0
+for n in $(fabric_hosts); do f=$(agent_metric "$n" netdiag_agent_flows); [[ $f =~ ^[0-9]+$ ]] && flows=$((flows + f)); done
+e2e_result "agents" "${#FAB_NODES[@]} agents connected with a plan, hosts probing" \
+  "after $((SECONDS - t)) s; not ready: ${waiting:-none}; host flows: $flows" \
+  "$([[ -z $waiting && $flows -gt 0 ]]; echo $?)"
+[[ -z $waiting ]] || exit 1
+
+# Healthy baseline: probes flow for a few windows and nothing is localized.
+sleep $((WINDOW * 5 + 5))
+base=$(locate_json | localized_links | tr '\n' ';')
+probes=$(analyzer_metric netdiag_ingest_records_total)
+e2e_result "baseline" "records ingested, no localized link fault on a healthy fabric" \
+  "records: $probes; localized: ${base:-none}" "$([[ -z $base && $probes != NA && $probes -gt 0 ]]; echo $?)"
+
+# --- 1. 3 % loss on one directed leaf->spine link --------------------------------
+
+LOSS_NODE=leaf0; LOSS_PORT=swp3
+LOSS_LINK="$LOSS_NODE:$LOSS_PORT->${FAB_PEER[$LOSS_NODE:$LOSS_PORT]}"
+fabric_loss_add "$LOSS_NODE" "$LOSS_PORT" 3
+t=$SECONDS; seen=""; found=""
+while ((SECONDS - t < LOCATE_DEADLINE)); do
+  report=$(locate_json)
+  seen=$(localized_links <<<"$report" | tr '\n' ';')
+  if [[ $seen == "link_loss $LOSS_LINK;" || $seen == "link_corruption $LOSS_LINK;" ]]; then found=$((SECONDS - t)); break; fi
+  sleep 3
+done
+e2e_result "loss located" "locate --json names exactly $LOSS_LINK (link_loss) within ${LOCATE_DEADLINE} s" \
+  "${found:+after $found s: }${seen:-nothing localized}" "$([[ -n $found ]]; echo $?)"
+
+fabric_loss_del "$LOSS_NODE" "$LOSS_PORT"
+t=$SECONDS; resolved=""
+while ((SECONDS - t < RESOLVE_AFTER + 60)); do
+  open=$(locate_json | jq -r --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l)] | length')
+  if [[ $open == 0 ]]; then
+    resolved=$(all_incidents | jq -r --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l and .resolved_at != null)] | length')
+    [[ $resolved =~ ^[0-9]+$ ]] && ((resolved > 0)) && break
+  fi
+  sleep 3
+done
+e2e_result "loss resolved" "no open incident on $LOSS_LINK, a resolved one in /api/v1/incidents, within $((RESOLVE_AFTER + 60)) s" \
+  "open: ${open:-?}, resolved: ${resolved:-0} after $((SECONDS - t)) s" "$([[ $open == 0 && ${resolved:-0} -gt 0 ]]; echo $?)"
+
+# --- 2. one link down -------------------------------------------------------------
+
+DOWN_NODE=leaf1; DOWN_PORT=swp4
+DOWN_LINK="$DOWN_NODE:$DOWN_PORT->${FAB_PEER[$DOWN_NODE:$DOWN_PORT]}"
+DOWN_REV=$(reverse_link "$DOWN_LINK")
+before_ids=$(all_incidents | jq -r '.incidents[]?.id' | sort)
+fabric_link_set "$DOWN_NODE" "$DOWN_PORT" down
+t=$SECONDS; found=""
+while ((SECONDS - t < 60)); do
+  kinds=$(all_incidents | jq -r --arg a "$DOWN_LINK" --arg b "$DOWN_REV" \
+    '.incidents[]? | select(.resolved_at == null and .kind == "link_down" and (.link == $a or .link == $b)) | .link')
+  [[ -n $kinds ]] && { found=$((SECONDS - t)); break; }
+  sleep 2
+done
+# Let traffic settle on the remaining paths, then look for anything else.
+sleep $((WINDOW * 5))
+others=$(all_incidents | jq -r --arg a "$DOWN_LINK" --arg b "$DOWN_REV" --arg before "$before_ids" \
+  '($before | split("\n")) as $old | .incidents[]? | select((.id as $i | $old | index($i) | not)
+   and .link != null and .link != $a and .link != $b) | "\(.kind) \(.link)"' | sort -u | tr '\n' ';')
+e2e_result "link down located" "a link_down incident on $DOWN_LINK (either direction) within 60 s" \
+  "${found:+after $found s on $(tr '\n' ' ' <<<"$kinds")}${found:-none}" "$([[ -n $found ]]; echo $?)"
+e2e_result "link down, nothing else" "no new incident on any other link (those traffic moved to)" \
+  "${others:-none}" "$([[ -z $others ]]; echo $?)"
+
+fabric_link_set "$DOWN_NODE" "$DOWN_PORT" up
+fabric_wait_ecmp 30 >/dev/null
+t=$SECONDS; open=""
+while ((SECONDS - t < RESOLVE_AFTER + 60)); do
+  open=$(locate_json | jq -r --arg a "$DOWN_LINK" --arg b "$DOWN_REV" '[.incidents[]? | select(.link == $a or .link == $b)] | length')
+  [[ $open == 0 ]] && break
+  sleep 3
+done
+e2e_result "link up resolved" "the link_down incident resolves once the link is back" \
+  "open on the link: $open after $((SECONDS - t)) s" "$([[ $open == 0 ]]; echo $?)"
+
+# --- 3. two cables swapped ----------------------------------------------------------
+
+SWAP_X=spine0:swp1; SWAP_Y=spine1:swp1
+SWAP_PORTS="$SWAP_X $SWAP_Y ${FAB_PEER[$SWAP_X]} ${FAB_PEER[$SWAP_Y]}"
+fabric_swap_cables "$SWAP_X" "$SWAP_Y"
+t=$SECONDS; found=""; mis=""
+while ((SECONDS - t < 90)); do
+  mis=$(locate_json | jq -c '[.incidents[]? | select(.kind == "miscabling") | .ports // []] | add // []')
+  named=$(jq -r --arg want "$SWAP_PORTS" '($want | split(" ")) as $w | [.[] | select(. as $p | $w | index($p))] | unique | length' <<<"$mis")
+  [[ $named -gt 0 ]] && { found=$((SECONDS - t)); break; }
+  sleep 3
+done
+e2e_result "miscabling located" "a miscabling incident naming ports of the swap ($SWAP_PORTS) within 90 s" \
+  "${found:+after $found s, }ports ${mis:-[]}" "$([[ -n $found ]]; echo $?)"
+fabric_wait_ecmp 30 >/dev/null
+
+# --- 4. analyzer outage (while still miscabled) ----------------------------------------
+
+snapshot() { all_incidents | jq -c '[.incidents[]? | {id, kind, link, node, opened_at}] | sort_by(.id)'; }
+inc_before=$(snapshot)
+open_before=$(locate_json | jq -c '[.incidents[]?.id] | sort')
+declare -A acked0=() made_at_restart=()
+for n in "${FAB_NODES[@]}"; do acked0[$n]=$(agent_metric "$n" netdiag_agent_uplink_batches_acked_total); done
+kill -KILL "$ANALYZER_PID"
+wait "$ANALYZER_PID" 2>/dev/null
+echo "analyzer killed (SIGKILL); restarting in $OUTAGE s"
+sleep $((OUTAGE / 2))
+spooled=0
+for n in "${FAB_NODES[@]}"; do s=$(agent_metric "$n" netdiag_agent_spool_batches); [[ $s =~ ^[0-9]+$ ]] && spooled=$((spooled + s)); done
+sleep $((OUTAGE - OUTAGE / 2))
+for n in "${FAB_NODES[@]}"; do made_at_restart[$n]=$(agent_metric "$n" netdiag_agent_batches_total); done
+start_analyzer; rc=$?
+e2e_result "analyzer restart" "ready again after $OUTAGE s down; agents spooled meanwhile" \
+  "ready rc $rc; $spooled batches in the agents' spools mid-outage" "$([[ $rc == 0 && $spooled -gt 0 ]]; echo $?)"
+
+# Agents drain: every batch made up to the restart acknowledged, spools empty.
+t=$SECONDS; pending=""
+while ((SECONDS - t < 60)); do
+  pending=""
+  for n in "${FAB_NODES[@]}"; do
+    a=$(agent_metric "$n" netdiag_agent_uplink_batches_acked_total); s=$(agent_metric "$n" netdiag_agent_spool_batches)
+    [[ $a =~ ^[0-9]+$ && $a -ge ${made_at_restart[$n]} && $s =~ ^[0-9]+$ && $s -le 2 ]] || pending+="$n(acked $a of ${made_at_restart[$n]}, spool $s) "
+  done
+  [[ -z $pending ]] && break
+  sleep 2
+done
+dropped=0; acked_delta=0
+for n in "${FAB_NODES[@]}"; do
+  d=$(agent_metric "$n" netdiag_agent_spool_dropped_total); [[ $d =~ ^[0-9]+$ ]] && dropped=$((dropped + d))
+  a=$(agent_metric "$n" netdiag_agent_uplink_batches_acked_total)
+  [[ $a =~ ^[0-9]+$ && ${acked0[$n]} =~ ^[0-9]+$ ]] && acked_delta=$((acked_delta + a - ${acked0[$n]}))
+done
+ib=$(analyzer_metric netdiag_ingest_batches_total); idup=$(analyzer_metric netdiag_ingest_duplicate_batches_total)
+[[ $ib =~ ^[0-9]+$ ]] || ib=0; [[ $idup =~ ^[0-9]+$ ]] || idup=0
+ingested=$((ib + idup))
+e2e_result "no telemetry lost" "spools drained, 0 dropped, every batch acked; analyzer ingested >= batches acked since the kill" \
+  "drained after $((SECONDS - t)) s, pending: ${pending:-none}; dropped $dropped; acked since kill $acked_delta, analyzer ingested $ingested" \
+  "$([[ -z $pending && $dropped == 0 && $ingested -ge $acked_delta ]]; echo $?)"
+
+inc_after=$(snapshot)
+missing=$(jq -rn --argjson a "$inc_before" --argjson b "$inc_after" '$a - $b | map("\(.id) \(.kind)") | join(", ")')
+still_open=$(locate_json | jq -c '[.incidents[]?.id] | sort')
+lost_open=$(jq -rn --argjson a "$open_before" --argjson b "$still_open" '$a - $b | join(", ")')
+e2e_result "incidents survived" "all $(jq length <<<"$inc_before") incidents unchanged after the restart; open ones still open" \
+  "missing/changed: ${missing:-none}; open before $open_before, after $still_open" \
+  "$([[ -z $missing && -z $lost_open && $(jq length <<<"$inc_before") -gt 0 ]]; echo $?)"
+
+# Cables back: the miscabling resolves.
+fabric_swap_cables "$SWAP_X" "$SWAP_Y"
+fabric_wait_ecmp 30 >/dev/null
+t=$SECONDS; open=""
+while ((SECONDS - t < RESOLVE_AFTER + 60)); do
+  open=$(locate_json | jq -r '[.incidents[]? | select(.kind == "miscabling")] | length')
+  [[ $open == 0 ]] && break
+  sleep 3
+done
+e2e_result "miscabling resolved" "no open miscabling once the cables are back" \
+  "open: $open after $((SECONDS - t)) s" "$([[ $open == 0 ]]; echo $?)"
+
+echo "final open incidents: $(locate_json | jq -c '[.incidents[]? | {kind, link, ports}]')"
+e2e_summary
