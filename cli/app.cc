@@ -24,6 +24,7 @@ int run(int argc, char** argv) {
   addSimulateCommand(app, exit_code);
   addScoreCommand(app, exit_code);
   addReplayCommand(app, exit_code);
+  addAnalyzerCommand(app, exit_code);
   addLocateCommand(app, exit_code);
   addIncidentsCommand(app, exit_code);
   addExplainCommand(app, exit_code);

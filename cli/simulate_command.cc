@@ -13,7 +13,9 @@
 #include "sim/rng.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "server/sim_agents.h"
 #include "telemetry/jsonl.h"
+#include "telemetry/tee.h"
 
 namespace netdiag::cli {
 namespace {
@@ -28,6 +30,12 @@ struct SimulateOptions {
   std::optional<uint64_t> ecmp_seed;
   std::optional<double> duration_s;
   bool quiet = false;
+  // --live: stream to a running analyzer instead of (or besides, with -o
+  // FILE) writing the log.
+  std::string live;
+  double speed = 1;
+  size_t agents = 0;
+  double live_timeout_s = 120;
 };
 
 void printErrors(const std::vector<topology::Diagnostic>& errors) {
@@ -36,6 +44,49 @@ void printErrors(const std::vector<topology::Diagnostic>& errors) {
     if (e.line > 0) std::cerr << ':' << e.line;
     std::cerr << ": error: " << e.message << '\n';
   }
+}
+
+// Streams the run to the analyzer at o.live over synthetic agents; with an
+// explicit -o FILE the log is written too. Returns an error message.
+std::string runLive(const SimulateOptions& o, const topology::Topology& topo, sim::Simulator& sim) {
+  server::SimAgentsOptions so;
+  so.analyzer = o.live;
+  so.agents = o.agents;
+  so.speed = o.speed;
+  collector::UplinkOptions check;
+  check.analyzer = o.live;
+  check.agent = "sim";
+  if (std::string e = collector::checkUplinkOptions(check); !e.empty()) return "--live: " + e;
+  server::SimAgents agents(topo, so);
+  if (!o.quiet) {
+    std::cerr << "streaming to " << o.live << " over " << agents.agentCount() << " agent stream(s)"
+              << (o.speed > 0 ? " at speed " + std::to_string(o.speed) : std::string(" as fast as possible"))
+              << '\n';
+  }
+  std::string err;
+  if (o.output != "-") {
+    err = writeFileAtomically(o.output, [&](std::ostream& out) {
+      telemetry::JsonlWriter writer(topo, out);
+      telemetry::TeeSink tee;
+      tee.add(&writer);
+      tee.add(&agents);
+      sim.run(tee);
+      writer.flush();
+    });
+  } else {
+    sim.run(agents);
+  }
+  if (!err.empty()) return err;
+  if (!agents.finish(o.live_timeout_s, &err)) return err;
+  if (!o.quiet) {
+    server::SimAgentsStats s = agents.stats();
+    std::cerr << "delivered " << withCommas(s.records) << " records in " << withCommas(s.batches)
+              << " batches to " << o.live << " in " << s.seconds << " s ("
+              << withCommas(static_cast<uint64_t>(s.records / std::max(s.seconds, 1e-9)))
+              << " records/s acknowledged); " << s.reconnects << " reconnect(s); times shifted by "
+              << static_cast<int64_t>(s.time_shift) << " s\n";
+  }
+  return {};
 }
 
 int runSimulate(const SimulateOptions& o) {
@@ -89,13 +140,19 @@ int runSimulate(const SimulateOptions& o) {
     return kExitError;
   }
 
-  // 2. Run, writing the log; the truth file is written last, atomically.
+  // 2. Run, writing the log (or streaming it); the truth file is written
+  // last, atomically.
   auto t0 = std::chrono::steady_clock::now();
-  std::string err = writeFileAtomically(o.output, [&](std::ostream& out) {
-    telemetry::JsonlWriter writer(*topo, out);
-    sim->run(writer);
-    writer.flush();
-  });
+  std::string err;
+  if (!o.live.empty()) {
+    err = runLive(o, *topo, *sim);
+  } else {
+    err = writeFileAtomically(o.output, [&](std::ostream& out) {
+      telemetry::JsonlWriter writer(*topo, out);
+      sim->run(writer);
+      writer.flush();
+    });
+  }
   if (!err.empty()) {
     std::cerr << "netdiag simulate: " << err << '\n';
     return kExitError;
@@ -145,6 +202,23 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--duration", o->duration_s, "Seconds to simulate (overrides the scenario)")
       ->check(CLI::PositiveNumber);
   sim->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
+  auto* live = sim->add_option("--live", o->live,
+                  "Stream the telemetry to a running analyzer (HOST:PORT of its gRPC listener) "
+                  "over synthetic agents, times shifted onto the wall clock; -o FILE also writes the log");
+  sim->add_option("--speed", o->speed,
+                  "With --live: telemetry seconds per wall second (1 real time, 0 as fast as possible)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->needs(live);
+  sim->add_option("--agents", o->agents,
+                  "With --live: concurrent agent streams (default: one per host, at most 64)")
+      ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->needs(live);
+  sim->add_option("--live-timeout", o->live_timeout_s,
+                  "With --live: seconds to wait at the end for every batch to be acknowledged")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->needs(live);
   sim->callback([o, &exit_code] { exit_code = runSimulate(*o); });
 }
 

@@ -1,0 +1,180 @@
+// `netdiag analyzer`: the live daemon. Agents stream batches over gRPC
+// (--listen), the engine runs on the wall clock, incidents persist in SQLite
+// (--db), and the HTTP API, /metrics, /healthz and /readyz are served on
+// --web.listen-address. Runs until SIGTERM or SIGINT, then shuts down
+// gracefully (incidents written, streams closed; agents resend what was not
+// acknowledged).
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <mutex>
+
+#include <pthread.h>
+
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "server/daemon.h"
+#include "topology/loader.h"
+
+namespace netdiag::cli {
+namespace {
+
+struct AnalyzerOptions {
+  std::string topology;
+  std::string listen = "127.0.0.1:7600";
+  std::string web_listen = "127.0.0.1:9600";
+  std::string db = "netdiag.db";
+  double probe_rate = 100;
+  int flows_per_peer = 4;
+  int peers = 0;
+  double window_s = 5;
+  uint32_t responder_port = 7601;
+  uint32_t dscp = 0;
+  double delay_s = 2;
+  double resolve_after_s = 60;
+  uint64_t plan_seed = 1;
+  std::string tls_cert, tls_key, tls_ca;
+};
+
+bool isLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+int runAnalyzer(const AnalyzerOptions& o) {
+  const char* me = "netdiag analyzer: ";
+  std::string host;
+  int port = 0;
+  if (!server::splitHostPort(o.listen, host, port)) {
+    std::cerr << me << "--listen \"" << o.listen << "\" is not HOST:PORT\n";
+    return kExitError;
+  }
+  const bool tls = !o.tls_cert.empty() || !o.tls_key.empty();
+  if (!tls && !isLoopback(host)) {
+    std::cerr << me << "warning: plaintext gRPC on " << o.listen
+              << " is reachable from other hosts; give --tls-cert/--tls-key (and --tls-ca for "
+                 "mutual TLS)\n";
+  }
+  if (std::string h; !server::splitHostPort(o.web_listen, h, port)) {
+    std::cerr << me << "--web.listen-address \"" << o.web_listen << "\" is not HOST:PORT\n";
+    return kExitError;
+  }
+  auto loaded = topology::loadTopologyFile(o.topology);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::cerr << e.str() << '\n';
+    return kExitError;
+  }
+  const topology::Topology& topo = loaded.topology;
+
+  server::DaemonOptions d;
+  d.grpc.address = o.listen;
+  d.grpc.tls_cert = o.tls_cert;
+  d.grpc.tls_key = o.tls_key;
+  d.grpc.tls_ca = o.tls_ca;
+  d.web_listen = o.web_listen;
+  d.delay_s = o.delay_s;
+  d.live.budget.probes_per_second = o.probe_rate;
+  d.live.budget.flows_per_peer = o.flows_per_peer;
+  d.live.budget.peers = o.peers;
+  d.live.budget.window_s = o.window_s;
+  d.live.plan_seed = o.plan_seed;
+  d.live.responder_port = o.responder_port;
+  d.live.dscp = o.dscp;
+  d.live.engine.resolve_after_s = o.resolve_after_s;
+  d.live.db_path = o.db;
+  auto log_mu = std::make_shared<std::mutex>();
+  d.log = [log_mu](const std::string& message) {
+    std::lock_guard lk(*log_mu);
+    std::cerr << "netdiag analyzer: " << message << '\n';
+  };
+
+  // Block the stop signals before any thread starts, so every thread
+  // inherits the mask and only sigwait() below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::string error;
+  std::vector<std::string> warnings;
+  auto daemon = server::Daemon::start(topo, d, &error, &warnings);
+  for (const auto& w : warnings) std::cerr << me << "warning: " << w << '\n';
+  if (!daemon) {
+    std::cerr << me << error << '\n';
+    return kExitError;
+  }
+  std::string grpc_host, web_host;
+  int ignored = 0;
+  server::splitHostPort(o.listen, grpc_host, ignored);
+  server::splitHostPort(o.web_listen, web_host, ignored);
+  std::cerr << me << "topology " << topo.name << " (" << topo.nodeCount() << " nodes), "
+            << (o.db.empty() ? std::string("no database") : "incidents in " + o.db) << '\n'
+            << me << "listening: grpc=" << grpc_host << ':' << daemon->grpcPort()
+            << (tls ? (o.tls_ca.empty() ? " (TLS)" : " (mutual TLS)") : " (plaintext)")
+            << " http=http://" << web_host << ':' << daemon->httpPort() << '\n'
+            << std::flush;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cerr << me << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": shutting down\n";
+  daemon->stop();
+  std::cerr << me << "stopped\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void addAnalyzerCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<AnalyzerOptions>();
+  auto* cmd = app.add_subcommand(
+      "analyzer", "Run the analyzer daemon: agent streams in (gRPC), incidents out (HTTP API, "
+                  "/metrics, SQLite); stops on SIGTERM/SIGINT");
+  cmd->add_option("--topology", o->topology, "Topology file")->required();
+  cmd->add_option("--listen", o->listen, "gRPC listener for agents (HOST:PORT; 0 = any port)")
+      ->capture_default_str();
+  cmd->add_option("--web.listen-address", o->web_listen,
+                  "HTTP listener: /api/v1/..., /metrics, /healthz, /readyz, /")
+      ->capture_default_str();
+  cmd->add_option("--db", o->db, "SQLite file for incidents ('' for none)")->capture_default_str();
+  cmd->add_option("--probe-rate", o->probe_rate, "Probes per second per host port (plan budget)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--flows-per-peer", o->flows_per_peer, "UDP source ports per peer")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--peers", o->peers, "Peers per host port (0: derive from the fabric)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--window", o->window_s, "Seconds each probe record summarizes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--responder-port", o->responder_port, "UDP port of every agent's responder")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--dscp", o->dscp, "DSCP of probes (the workload's traffic class)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 63));
+  cmd->add_option("--delay", o->delay_s,
+                  "Seconds the engine's clock runs behind the wall clock (agents' delivery delay)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--resolve-after", o->resolve_after_s,
+                  "Seconds clean before an incident resolves")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--plan-seed", o->plan_seed, "Seed of the probe plan's peer choice")
+      ->capture_default_str();
+  auto* cert = cmd->add_option("--tls-cert", o->tls_cert, "TLS certificate (PEM) of the gRPC listener")
+                   ->check(CLI::ExistingFile);
+  auto* key = cmd->add_option("--tls-key", o->tls_key, "Its private key (PEM)")
+                  ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
+  cmd->add_option("--tls-ca", o->tls_ca, "CA (PEM) agents' certificates must chain to: mutual TLS")
+      ->check(CLI::ExistingFile)
+      ->needs(cert);
+  cmd->callback([o, &exit_code] { exit_code = runAnalyzer(*o); });
+}
+
+}  // namespace netdiag::cli

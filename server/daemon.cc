@@ -1,0 +1,79 @@
+#include "server/daemon.h"
+
+#include <chrono>
+
+#include <grpcpp/grpcpp.h>
+
+namespace netdiag::server {
+
+std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOptions options,
+                                      std::string* error, std::vector<std::string>* warnings) {
+  std::unique_ptr<Daemon> d(new Daemon());
+  if (!options.clock) {
+    options.clock = [] {
+      return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  if (!(options.tick_s > 0)) {
+    *error = "the clock tick must be positive";
+    return nullptr;
+  }
+  options.live.delay_s = options.delay_s;
+  d->options_ = std::move(options);
+  DaemonOptions& o = d->options_;
+  d->registry_ = std::make_shared<prometheus::Registry>();
+  d->analyzer_ = LiveAnalyzer::create(topo, o.live, d->registry_, o.clock, error, warnings);
+  if (!d->analyzer_) return nullptr;
+
+  // HTTP first: /healthz answers and /readyz says 503 until agents can connect.
+  Daemon* self = d.get();
+  d->http_ = std::make_unique<HttpApi>(*d->analyzer_, d->registry_,
+                                       [self] { return self->ready_.load(); });
+  if (std::string err = d->http_->start(o.web_listen); !err.empty()) {
+    *error = err;
+    return nullptr;
+  }
+  d->service_ = std::make_unique<CollectorService>(*d->analyzer_, o.log);
+  d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
+  if (!d->grpc_) return nullptr;
+  d->clock_ = std::thread([self] { self->clockLoop(); });
+  d->ready_ = true;
+  return d;
+}
+
+Daemon::~Daemon() { stop(); }
+
+void Daemon::clockLoop() {
+  const auto period = std::chrono::duration<double>(options_.tick_s);
+  std::unique_lock lk(mu_);
+  while (!stopping_) {
+    lk.unlock();
+    std::string err = analyzer_->tick(options_.clock() - options_.delay_s);
+    if (!err.empty() && options_.log) options_.log(err);
+    lk.lock();
+    cv_.wait_for(lk, period, [this] { return stopping_; });
+  }
+}
+
+void Daemon::stop() {
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    stopped_ = stopping_ = true;
+  }
+  ready_ = false;
+  cv_.notify_all();
+  // Streams are long-lived: give them a moment to finish their batch, then
+  // cancel; agents resend anything unacknowledged.
+  if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (http_) http_->stop();
+  if (clock_.joinable()) clock_.join();
+  if (analyzer_) {
+    std::string err = analyzer_->tick(options_.clock() - options_.delay_s);
+    if (err.empty()) err = analyzer_->flush();
+    if (!err.empty() && options_.log) options_.log(err);
+  }
+}
+
+}  // namespace netdiag::server

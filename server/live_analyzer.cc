@@ -1,0 +1,387 @@
+#include "server/live_analyzer.h"
+
+// GCC 12 reports a false maybe-uninitialized on moving a ProbeRecord into a
+// std::variant (its optionals); the records are fully built by deliver().
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+#include <variant>
+
+#include "analyzer/persist.h"
+#include "proto/convert.h"
+#include "server/dedup.h"
+#include "store/incident_store.h"
+#include "store/migrations.h"
+
+namespace netdiag::server {
+namespace {
+
+// Collects one batch's resolved records so they can be decoded outside the
+// engine lock and handed over under it, in the order deliver() produced them.
+class BufferSink final : public telemetry::RecordSink {
+ public:
+  void onProbe(const telemetry::ProbeRecord& r) override { probes.push_back(r); }
+  void onPort(const telemetry::PortRecord& r) override { ports.push_back(r); }
+  void onLldp(const telemetry::LldpRecord& r) override { lldp.push_back(r); }
+
+  std::vector<telemetry::ProbeRecord> probes;
+  std::vector<telemetry::PortRecord> ports;
+  std::vector<telemetry::LldpRecord> lldp;
+};
+
+struct AgentState {
+  double last_seen = 0;
+  int streams = 0;
+  uint64_t batches = 0, records = 0;
+  double newest = -std::numeric_limits<double>::infinity();  // telemetry time reached
+};
+
+// A record waiting for the watermark; `order` keeps arrival order among
+// records of the same time.
+struct Held {
+  double t = 0;
+  uint64_t order = 0;
+  std::variant<telemetry::ProbeRecord, telemetry::PortRecord, telemetry::LldpRecord> record;
+  bool operator>(const Held& o) const { return t != o.t ? t > o.t : order > o.order; }
+};
+
+nlohmann::json evidenceJson(const analyzer::LinkEvidence& e) {
+  return {{"probes", e.probes}, {"lost", e.lost},
+          {"loss_ratio", e.probes > 0 ? e.lost / e.probes : 0.0}};
+}
+
+}  // namespace
+
+struct LiveAnalyzer::Impl {
+  Impl(const topology::Topology& t, LiveOptions o, std::shared_ptr<prometheus::Registry> r,
+       std::function<double()> c)
+      : topo(t),
+        options(std::move(o)),
+        resolver(t),
+        engine(t, options.engine),
+        dedup(options.dedup_window),
+        registry(std::move(r)),
+        clock(std::move(c)) {}
+
+  const topology::Topology& topo;
+  const LiveOptions options;
+  const proto::Resolver resolver;
+  planner::Plan plan;
+
+  mutable std::mutex mu;  // guards everything below
+  analyzer::Engine engine;
+  Deduplicator dedup;
+  std::map<std::string, AgentState> agents;
+  exporter::IngestCounters counters;
+  std::optional<store::Database> db;
+  std::map<std::string, analyzer::Incident> dirty;  // changed since the last write
+  std::unordered_map<topology::NodeId, v1::AgentPlan> plans;
+  std::priority_queue<Held, std::vector<Held>, std::greater<>> held;
+  uint64_t held_order = 0;
+
+  // Hands the engine every held record at or below the watermark.
+  void releaseLocked() {
+    double watermark = std::numeric_limits<double>::infinity();
+    bool any = false;
+    for (const auto& [name, a] : agents) {
+      if (a.streams == 0) continue;
+      any = true;
+      watermark = std::min(watermark, a.newest);
+    }
+    // No agent connected: nothing more comes in order, release it all.
+    if (any) watermark = std::max(watermark, clock() - options.delay_s);
+    while (!held.empty() && held.top().t <= watermark) {
+      std::visit(
+          [this](const auto& r) {
+            using T = std::decay_t<decltype(r)>;
+            if constexpr (std::is_same_v<T, telemetry::ProbeRecord>) engine.onProbe(r);
+            else if constexpr (std::is_same_v<T, telemetry::PortRecord>) engine.onPort(r);
+            else engine.onLldp(r);
+          },
+          held.top().record);
+      held.pop();
+    }
+  }
+
+  std::shared_ptr<prometheus::Registry> registry;
+  std::unique_ptr<exporter::AnalyzerMetrics> metrics;
+  std::function<double()> clock;
+
+  std::string persistLocked() {
+    if (!db || dirty.empty()) return {};
+    const double t = engine.report().generated_at;
+    const auto wall_ms = static_cast<int64_t>(clock() * 1000);
+    std::vector<store::IncidentRow> rows;
+    rows.reserve(dirty.size());
+    for (const auto& [id, incident] : dirty) {
+      store::IncidentRow row = analyzer::toRow(topo, incident, t);
+      row.created_wall = wall_ms;
+      rows.push_back(std::move(row));
+    }
+    store::Status s = store::upsertIncidents(*db, rows);
+    if (!s) return "cannot save incidents to " + db->path() + ": " + s.message();
+    dirty.clear();
+    return {};
+  }
+
+  analyzer::Report openReport() const {
+    analyzer::Report r = engine.report();
+    std::erase_if(r.incidents, [](const analyzer::Incident& i) { return i.resolved_at.has_value(); });
+    return r;
+  }
+};
+
+LiveAnalyzer::LiveAnalyzer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LiveAnalyzer::~LiveAnalyzer() = default;
+
+std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& topo,
+                                                   LiveOptions options,
+                                                   std::shared_ptr<prometheus::Registry> registry,
+                                                   std::function<double()> clock,
+                                                   std::string* error,
+                                                   std::vector<std::string>* warnings) {
+  auto problems = planner::validate(options.budget);
+  if (!problems.empty()) {
+    if (error) *error = "probe budget: " + problems.front();
+    return nullptr;
+  }
+  planner::Plan plan = planner::makePlan(topo, options.budget, {}, options.plan_seed);
+  options.engine.expected_flows = plan.flowCount();
+  auto impl = std::make_unique<Impl>(topo, std::move(options), std::move(registry), std::move(clock));
+  impl->plan = std::move(plan);
+  Impl& m = *impl;
+  if (!m.options.db_path.empty()) {
+    auto opened = store::openAndMigrate(m.options.db_path);
+    if (!opened) {
+      if (error) *error = opened.message();
+      return nullptr;
+    }
+    m.db.emplace(std::move(*opened));
+    auto rows = store::loadIncidents(*m.db);
+    if (!rows) {
+      if (error) *error = rows.message();
+      return nullptr;
+    }
+    std::vector<std::string> bad;
+    m.engine.restore(analyzer::fromRows(topo, *rows, bad));
+    if (warnings) {
+      for (auto& p : bad) warnings->push_back(m.options.db_path + ": " + p);
+    }
+  }
+  m.engine.onIncidentChange([&m](const analyzer::Incident& i) { m.dirty[i.id] = i; });
+  if (m.registry) {
+    m.metrics = std::make_unique<exporter::AnalyzerMetrics>(m.registry, topo, m.options.metrics);
+  }
+  return std::unique_ptr<LiveAnalyzer>(new LiveAnalyzer(std::move(impl)));
+}
+
+BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
+  Impl& m = *impl_;
+  BatchResult result;
+  if (batch.agent().empty()) {
+    result.errors.push_back("batch without an agent id: dropped");
+    std::lock_guard lk(m.mu);
+    m.counters.malformed += batch.probes_size() + batch.ports_size() + batch.lldp_size();
+    return result;
+  }
+  {
+    // Cheap early exit for a resend: no decoding at all.
+    std::lock_guard lk(m.mu);
+    if (m.dedup.seen(batch.agent(), batch.epoch(), batch.seq())) {
+      ++m.counters.duplicate_batches;
+      m.agents[batch.agent()].last_seen = m.clock();
+      result.duplicate = true;
+      return result;
+    }
+  }
+  BufferSink buffer;
+  result.errors = proto::deliver(batch, m.resolver, buffer);
+  const double now = m.clock();
+  const double limit = now + m.options.max_future_s;
+  auto future = [&](double t, const char* what, size_t i) {
+    if (t <= limit) return false;
+    result.errors.push_back(std::string(what) + "[" + std::to_string(i) + "]: 't' is " +
+                            std::to_string(static_cast<int64_t>(t - now)) +
+                            " s ahead of the analyzer's clock");
+    return true;
+  };
+
+  std::lock_guard lk(m.mu);
+  AgentState& agent = m.agents[batch.agent()];
+  agent.last_seen = m.clock();
+  // Another stream of the same agent may have delivered it meanwhile.
+  if (m.dedup.seen(batch.agent(), batch.epoch(), batch.seq())) {
+    ++m.counters.duplicate_batches;
+    result.duplicate = true;
+    result.errors.clear();
+    return result;
+  }
+  auto hold = [&](auto& records, const char* what) {
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (future(records[i].t, what, i)) continue;
+      agent.newest = std::max(agent.newest, records[i].t);
+      Held h;
+      h.t = records[i].t;
+      h.order = m.held_order++;
+      h.record = std::move(records[i]);
+      m.held.push(std::move(h));
+      ++result.accepted;
+    }
+  };
+  hold(buffer.probes, "probes");
+  hold(buffer.ports, "ports");
+  hold(buffer.lldp, "lldp");
+  m.releaseLocked();
+  m.dedup.mark(batch.agent(), batch.epoch(), batch.seq());
+  ++m.counters.batches;
+  m.counters.malformed += result.errors.size();
+  ++agent.batches;
+  agent.records += result.accepted;
+  return result;
+}
+
+std::string LiveAnalyzer::tick(double engine_time) {
+  Impl& m = *impl_;
+  std::lock_guard lk(m.mu);
+  m.releaseLocked();
+  m.engine.advanceTo(engine_time);
+  std::string err = m.persistLocked();
+  if (m.metrics) {
+    exporter::IngestCounters c = m.counters;
+    const analyzer::IngestStats& s = m.engine.stats();
+    c.probes = s.probes;
+    c.ports = s.ports;
+    c.lldp = s.lldp;
+    c.late = s.late;
+    c.too_late = s.too_late;
+    std::vector<exporter::AgentStatus> agents;
+    for (const auto& [name, a] : m.agents) {
+      agents.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records});
+    }
+    m.metrics->update(m.engine, c, agents, m.clock());
+  }
+  return err;
+}
+
+std::string LiveAnalyzer::flush() {
+  std::lock_guard lk(impl_->mu);
+  impl_->releaseLocked();
+  return impl_->persistLocked();
+}
+
+void LiveAnalyzer::streamOpened(const std::string& agent) {
+  std::lock_guard lk(impl_->mu);
+  AgentState& a = impl_->agents[agent];
+  ++a.streams;
+  a.last_seen = impl_->clock();
+}
+
+void LiveAnalyzer::streamClosed(const std::string& agent) {
+  std::lock_guard lk(impl_->mu);
+  AgentState& a = impl_->agents[agent];
+  if (a.streams > 0) --a.streams;
+  impl_->releaseLocked();
+}
+
+std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::string* error) {
+  Impl& m = *impl_;
+  auto node = m.topo.findNode(agent);
+  if (!node) {
+    if (error) *error = "agent \"" + agent + "\" is not a node of topology " + m.topo.name;
+    return std::nullopt;
+  }
+  std::lock_guard lk(m.mu);
+  auto it = m.plans.find(*node);
+  if (it == m.plans.end()) {
+    it = m.plans.emplace(*node, proto::agentPlan(m.topo, m.plan, *node, m.options.responder_port,
+                                                 m.options.dscp)).first;
+  }
+  return it->second;
+}
+
+nlohmann::json LiveAnalyzer::locate() const {
+  std::lock_guard lk(impl_->mu);
+  return analyzer::reportToJson(impl_->topo, impl_->openReport());
+}
+
+nlohmann::json LiveAnalyzer::incidents(const IncidentFilter& f) const {
+  std::lock_guard lk(impl_->mu);
+  analyzer::Report r = impl_->engine.report();
+  std::erase_if(r.incidents, [&](const analyzer::Incident& i) {
+    if (f.only_open && i.resolved_at) return true;
+    if (f.kind && i.kind != *f.kind) return true;
+    // As store::IncidentQuery::since: opened or resolved at or after it.
+    if (f.since && !(i.opened_at >= *f.since || (i.resolved_at && *i.resolved_at >= *f.since))) {
+      return true;
+    }
+    return false;
+  });
+  return analyzer::reportToJson(impl_->topo, r);
+}
+
+std::optional<nlohmann::json> LiveAnalyzer::incident(const std::string& id) const {
+  std::optional<topology::DirLinkId> link;
+  nlohmann::json out;
+  {
+    std::lock_guard lk(impl_->mu);
+    for (const auto& i : impl_->engine.report().incidents) {
+      if (i.id != id) continue;
+      out["incident"] = analyzer::incidentToJson(impl_->topo, i);
+      if (i.link != topology::kNone) link = i.link;
+      break;
+    }
+  }
+  if (!out.contains("incident")) return std::nullopt;
+  out["link"] = link ? *this->link(impl_->topo.dirLinkName(*link)) : nlohmann::json(nullptr);
+  return out;
+}
+
+std::optional<nlohmann::json> LiveAnalyzer::link(const std::string& name) const {
+  const Impl& m = *impl_;
+  auto d = m.topo.findDirLink(name);
+  if (!d) return std::nullopt;
+  const topology::DirLinkId reverse = *d ^ 1;
+  std::lock_guard lk(m.mu);
+  analyzer::LinkEvidence e = m.engine.linkEvidence(*d);
+  nlohmann::json out = evidenceJson(e);
+  out["link"] = m.topo.dirLinkName(*d);
+  out["background_loss"] = m.engine.backgroundLoss();
+  out["reverse"] = evidenceJson(m.engine.linkEvidence(reverse));
+  nlohmann::json ids = nlohmann::json::array();
+  for (const auto& i : m.engine.report().incidents) {
+    if (i.link == *d || (i.link == reverse && i.both_directions)) ids.push_back(i.id);
+  }
+  out["incidents"] = std::move(ids);
+  return out;
+}
+
+exporter::IngestCounters LiveAnalyzer::counters() const {
+  std::lock_guard lk(impl_->mu);
+  exporter::IngestCounters c = impl_->counters;
+  const analyzer::IngestStats& s = impl_->engine.stats();
+  c.probes = s.probes;
+  c.ports = s.ports;
+  c.lldp = s.lldp;
+  c.late = s.late;
+  c.too_late = s.too_late;
+  return c;
+}
+
+std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<exporter::AgentStatus> out;
+  for (const auto& [name, a] : impl_->agents) {
+    out.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records});
+  }
+  return out;
+}
+
+const topology::Topology& LiveAnalyzer::topology() const { return impl_->topo; }
+
+}  // namespace netdiag::server

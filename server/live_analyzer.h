@@ -1,0 +1,112 @@
+#pragma once
+
+// The analyzer daemon's core: owns the engine and feeds it agent batches,
+// drops duplicate batches, keeps per-agent liveness and ingest counters,
+// serves probe plans, persists incidents to SQLite and sets the Prometheus
+// metrics after every pass. The gRPC service and the HTTP API are thin
+// layers over it.
+//
+// Thread-safety: every public method may be called from any thread. The
+// engine is single-threaded, so it sits behind one mutex; name resolution of
+// a batch (the costly part of decoding) runs outside it, so many agent
+// streams decode in parallel.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+
+#include "analyzer/engine.h"
+#include "exporter/analyzer_metrics.h"
+#include "netdiag/v1/collector.pb.h"
+#include "planner/plan.h"
+#include "topology/model.h"
+
+namespace netdiag::server {
+
+struct LiveOptions {
+  analyzer::EngineConfig engine;
+  planner::Budget budget;  // of the plans served to agents
+  uint64_t plan_seed = 1;
+  uint32_t responder_port = 7601;
+  uint32_t dscp = 0;
+  size_t dedup_window = 4096;  // seqs remembered above each agent epoch's floor
+  // Records stamped further ahead of the wall clock are rejected as
+  // malformed: one bad clock must not push the engine's time forward.
+  double max_future_s = 3600;
+  // Records are held back and handed to the engine in time order up to a
+  // watermark: the newest time every connected agent has reached, but at
+  // least the wall clock minus this delay (so a quiet agent stalls nothing
+  // for longer). The engine runs a pass as soon as one record crosses a
+  // boundary, so without this a fast agent's record would close a window
+  // before a slower agent's records of it arrived.
+  double delay_s = 2;
+  std::string db_path;  // SQLite file for incidents; empty: none
+  exporter::MetricsOptions metrics;
+};
+
+struct BatchResult {
+  bool duplicate = false;
+  size_t accepted = 0;              // records handed to the engine
+  std::vector<std::string> errors;  // one per rejected record, or the batch's problem
+};
+
+// Incident filters of GET /api/v1/incidents.
+struct IncidentFilter {
+  std::optional<double> since;  // opened or resolved at or after (telemetry time)
+  std::optional<std::string> kind;
+  bool only_open = false;
+};
+
+class LiveAnalyzer {
+ public:
+  // Opens and migrates the database, restores its incidents into the engine
+  // (problems go to *warnings), and computes the plan. nullptr and *error
+  // when the database cannot be used. `topo` must outlive it; `clock`
+  // returns wall-clock Unix seconds.
+  static std::unique_ptr<LiveAnalyzer> create(const topology::Topology& topo, LiveOptions options,
+                                              std::shared_ptr<prometheus::Registry> registry,
+                                              std::function<double()> clock, std::string* error,
+                                              std::vector<std::string>* warnings);
+  ~LiveAnalyzer();
+
+  // Delivers a batch unless (agent, epoch, seq) was delivered before.
+  // Returns once its records are in the engine: the caller acks then.
+  BatchResult ingest(const v1::Batch& batch);
+
+  // The live clock: moves the engine to `engine_time` (wall clock minus the
+  // delivery delay), then persists changed incidents and updates metrics.
+  // Returns a persistence error, empty when none.
+  std::string tick(double engine_time);
+  // Writes every changed incident now (at shutdown). Error text or empty.
+  std::string flush();
+
+  void streamOpened(const std::string& agent);
+  void streamClosed(const std::string& agent);
+
+  // The plan of the agent of node `agent`; nullopt and *error for an agent
+  // that is not a node of the topology.
+  std::optional<v1::AgentPlan> plan(const std::string& agent, std::string* error);
+
+  // HTTP API bodies (see docs/architecture.md, "The live pipeline").
+  nlohmann::json locate() const;
+  nlohmann::json incidents(const IncidentFilter& filter) const;
+  std::optional<nlohmann::json> incident(const std::string& id) const;
+  std::optional<nlohmann::json> link(const std::string& name) const;
+
+  exporter::IngestCounters counters() const;
+  std::vector<exporter::AgentStatus> agents() const;
+  const topology::Topology& topology() const;
+
+ private:
+  struct Impl;
+  explicit LiveAnalyzer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace netdiag::server

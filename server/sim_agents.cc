@@ -1,0 +1,167 @@
+#include "server/sim_agents.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "proto/convert.h"
+
+namespace netdiag::server {
+
+namespace {
+constexpr size_t kDefaultMaxAgents = 64;
+}
+
+SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
+    : topo_(topo), options_(std::move(options)) {
+  std::vector<topology::NodeId> hosts;
+  for (topology::NodeId n = 0; n < topo.nodeCount(); ++n) {
+    if (topo.node(n).isHost()) hosts.push_back(n);
+  }
+  size_t n = options_.agents;
+  if (n == 0) n = std::min(hosts.size(), kDefaultMaxAgents);
+  n = std::max<size_t>(n, 1);
+  // Hosts spread round-robin over the agents; a switch's counters go with
+  // the agent its id falls to. With one host per agent, the agent is named
+  // after its host, as a real one is.
+  agent_of_node_.assign(topo.nodeCount(), 0);
+  for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) {
+    agent_of_node_[node] = static_cast<uint32_t>(node % n);
+  }
+  for (size_t i = 0; i < hosts.size(); ++i) agent_of_node_[hosts[i]] = static_cast<uint32_t>(i % n);
+  for (size_t i = 0; i < n; ++i) {
+    auto a = std::make_unique<Agent>();
+    a->name = n == hosts.size() ? topo.node(hosts[i]).name : "sim-" + std::to_string(i);
+    a->spool = collector::makeMemorySpool(0);
+    collector::UplinkOptions u;
+    u.analyzer = options_.analyzer;
+    u.agent = a->name;
+    u.tls_ca = options_.tls_ca;
+    u.tls_cert = options_.tls_cert;
+    u.tls_key = options_.tls_key;
+    u.backoff_max_s = 2;
+    a->uplink = std::make_unique<collector::Uplink>(u, *a->spool);
+    agents_.push_back(std::move(a));
+  }
+}
+
+SimAgents::~SimAgents() {
+  for (auto& a : agents_) a->uplink->stop();
+}
+
+SimAgents::Agent& SimAgents::agentFor(topology::PortId port) {
+  return *agents_[agent_of_node_[topo_.port(port).node]];
+}
+
+void SimAgents::before(double t) {
+  if (!started_) {
+    started_ = true;
+    t_first_ = t;
+    wall_first_ = std::chrono::steady_clock::now();
+    shift_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                 .count() - t;
+    if (options_.align_s > 0) shift_ = std::floor(shift_ / options_.align_s) * options_.align_s;
+    next_flush_ = t + options_.batch_interval_s;
+  }
+  if (t < next_flush_) return;
+  flushAll();
+  while (next_flush_ <= t) next_flush_ += options_.batch_interval_s;
+  if (options_.speed > 0) {
+    auto due = wall_first_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>((t - t_first_) / options_.speed));
+    std::this_thread::sleep_until(due);
+  }
+  // Backpressure: never hold more than the bound unacknowledged.
+  while (true) {
+    uint64_t outstanding = 0;
+    for (auto& a : agents_) outstanding += a->spool->bytes();
+    if (outstanding <= options_.max_outstanding_bytes) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void SimAgents::flush(Agent& a) {
+  if (a.records == 0) return;
+  a.uplink->send(std::move(a.batch));
+  a.batch = v1::Batch();
+  a.records = 0;
+  ++batches_;
+}
+
+void SimAgents::flushAll() {
+  for (auto& a : agents_) flush(*a);
+}
+
+void SimAgents::onProbe(const telemetry::ProbeRecord& r) {
+  before(r.t);
+  Agent& a = agentFor(r.src);
+  v1::Probe* p = a.batch.add_probes();
+  proto::toWire(topo_, r, *p);
+  p->set_t(r.t + shift_);
+  ++records_;
+  if (++a.records >= options_.max_batch_records) flush(a);
+}
+
+void SimAgents::onPort(const telemetry::PortRecord& r) {
+  before(r.t);
+  Agent& a = agentFor(r.port);
+  v1::PortCounters* p = a.batch.add_ports();
+  proto::toWire(topo_, r, *p);
+  p->set_t(r.t + shift_);
+  ++records_;
+  if (++a.records >= options_.max_batch_records) flush(a);
+}
+
+void SimAgents::onLldp(const telemetry::LldpRecord& r) {
+  before(r.t);
+  Agent& a = agentFor(r.port);
+  v1::LldpNeighbor* p = a.batch.add_lldp();
+  proto::toWire(topo_, r, *p);
+  p->set_t(r.t + shift_);
+  ++records_;
+  if (++a.records >= options_.max_batch_records) flush(a);
+}
+
+bool SimAgents::finish(double timeout_s, std::string* error) {
+  flushAll();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    size_t left = 0;
+    for (auto& a : agents_) left += a->spool->batches();
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (error) {
+        *error = std::to_string(left) + " batch(es) not acknowledged by " + options_.analyzer +
+                 " after " + std::to_string(static_cast<int>(timeout_s)) + " s";
+        for (auto& a : agents_) {
+          if (std::string e = a->uplink->lastError(); !e.empty()) {
+            *error += " (" + e + ")";
+            break;
+          }
+        }
+      }
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (started_) {
+    seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_first_).count();
+  }
+  return true;
+}
+
+SimAgentsStats SimAgents::stats() const {
+  SimAgentsStats s;
+  s.records = records_;
+  s.batches = batches_;
+  s.seconds = seconds_;
+  s.time_shift = shift_;
+  for (auto& a : agents_) {
+    collector::UplinkStats u = a->uplink->stats();
+    s.acked += u.acked;
+    s.reconnects += u.reconnects;
+  }
+  return s;
+}
+
+}  // namespace netdiag::server

@@ -1,0 +1,88 @@
+#pragma once
+
+// Synthetic agents: a RecordSink that streams a simulated fabric's telemetry
+// to a running analyzer over the agents' own wire, one Uplink (and gRPC
+// stream) per synthetic agent, the records of each node going to its
+// agent. Telemetry times are shifted onto the wall clock (the first record
+// is stamped "now"); at speed S the records are paced so that S seconds of
+// telemetry go out per wall second (speed 0: as fast as the analyzer
+// acknowledges, with the spools bounding what is outstanding).
+//
+// `netdiag simulate --live` and the ingest benchmark use it.
+//
+// Thread-safety: feed it from one thread (the simulator's).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/spool.h"
+#include "collector/uplink.h"
+#include "telemetry/record.h"
+#include "topology/model.h"
+
+namespace netdiag::server {
+
+struct SimAgentsOptions {
+  std::string analyzer = "127.0.0.1:7600";
+  size_t agents = 0;                  // 0: one per host, at most 64
+  double speed = 1;                   // telemetry seconds per wall second; 0: no pacing
+  double batch_interval_s = 1;        // telemetry time per batch
+  size_t max_batch_records = 5000;    // a batch is sent early when this full
+  uint64_t max_outstanding_bytes = 256ull << 20;  // unacknowledged, all agents together
+  std::string tls_ca, tls_cert, tls_key;
+  // The shift is a multiple of this, so simulated windows keep their
+  // alignment with the analyzer's pass boundaries (multiples of 5 s).
+  double align_s = 5;
+};
+
+struct SimAgentsStats {
+  uint64_t records = 0, batches = 0, acked = 0, reconnects = 0;
+  double seconds = 0;  // wall time from the first record to the last ack
+  double time_shift = 0;  // added to every telemetry time
+};
+
+class SimAgents final : public telemetry::RecordSink {
+ public:
+  SimAgents(const topology::Topology& topo, SimAgentsOptions options);
+  ~SimAgents() override;
+
+  void onProbe(const telemetry::ProbeRecord& r) override;
+  void onPort(const telemetry::PortRecord& r) override;
+  void onLldp(const telemetry::LldpRecord& r) override;
+
+  // Sends what is buffered and waits until every batch is acknowledged or
+  // `timeout_s` passes; false on timeout (the analyzer is down or too slow),
+  // with *error saying so.
+  bool finish(double timeout_s, std::string* error);
+  SimAgentsStats stats() const;
+  size_t agentCount() const { return agents_.size(); }
+  const std::string& agentName(size_t i) const { return agents_[i]->name; }
+
+ private:
+  struct Agent {
+    std::string name;
+    std::unique_ptr<collector::Spool> spool;
+    std::unique_ptr<collector::Uplink> uplink;
+    v1::Batch batch;
+    size_t records = 0;
+  };
+  Agent& agentFor(topology::PortId port);
+  void before(double t);  // pacing and batch boundaries
+  void flush(Agent& a);
+  void flushAll();
+
+  const topology::Topology& topo_;
+  const SimAgentsOptions options_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::vector<uint32_t> agent_of_node_;
+  bool started_ = false;
+  double t_first_ = 0, shift_ = 0, next_flush_ = 0;
+  std::chrono::steady_clock::time_point wall_first_;
+  uint64_t records_ = 0, batches_ = 0;
+  double seconds_ = 0;
+};
+
+}  // namespace netdiag::server
