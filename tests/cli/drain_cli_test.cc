@@ -1,0 +1,81 @@
+// `netdiag drain-plan` on generated fabrics: a leaf uplink of a leaf-spine
+// fabric is safe (exit 0) and says how many uplinks remain; a host's only
+// access link is unsafe (exit 1) and names the host; --down accounts for
+// links already out; bad links exit 2.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_harness.h"
+
+namespace {
+
+using netdiag::testing::CliTest;
+using netdiag::testing::Outcome;
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+class DrainCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    ASSERT_EQ(run("topo generate leaf-spine --spines 8 --leaves 4 --hosts-per-leaf 2 -o " + topo()).code, 0);
+  }
+  std::string topo() const { return path("fabric.yaml"); }
+};
+
+TEST_F(DrainCliTest, LeafUplinkIsSafeWithSevenOfEightLeft) {
+  Outcome r = run("drain-plan --topology " + topo() + " leaf3:swp3");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("safe: leaf3 keeps 7 of 8 uplinks to the spine tier"));
+  r = run("drain-plan --topology " + topo() + " leaf3:swp3 --json");
+  ASSERT_EQ(r.code, 0);
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["safe"], true);
+  EXPECT_EQ(j["lower"], "leaf3");
+  EXPECT_EQ(j["ecmp_width_before"], 8);
+  EXPECT_EQ(j["ecmp_width_after"], 7);
+  EXPECT_TRUE(j["stranded_hosts"].empty());
+  // The directed form names the same link in either direction.
+  const std::string link = j["link"];
+  const std::string a = link.substr(0, link.find("<->")), b = link.substr(link.find("<->") + 3);
+  EXPECT_EQ(run("drain-plan --topology " + topo() + " " + b + "-\\>" + a).code, 0);
+}
+
+TEST_F(DrainCliTest, SingleAccessLinkIsUnsafe) {
+  Outcome r = run("drain-plan --topology " + topo() + " host1:eth0 --json");
+  EXPECT_EQ(r.code, 1) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["safe"], false);
+  EXPECT_EQ(j["ecmp_width_after"], 0);
+  EXPECT_EQ(j["stranded_hosts"], json::array({"host1"}));
+  r = run("drain-plan --topology " + topo() + " host1:eth0");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("unsafe: host1 keeps 0 of 1 links"));
+}
+
+TEST_F(DrainCliTest, LinksAlreadyDownCount) {
+  // leaf3 with 7 uplinks down: draining the eighth cuts its hosts off.
+  std::string args = "drain-plan --topology " + topo() + " leaf3:swp3";
+  for (int p = 4; p <= 10; ++p) args += " --down leaf3:swp" + std::to_string(p);
+  Outcome r = run(args + " --json");
+  EXPECT_EQ(r.code, 1) << r.err << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["ecmp_width_before"], 1);
+  EXPECT_EQ(j["ecmp_width_after"], 0);
+  EXPECT_EQ(j["stranded_hosts"].size(), 2u);
+}
+
+TEST_F(DrainCliTest, BadLinksExitTwo) {
+  Outcome r = run("drain-plan --topology " + topo() + " leaf3:swp99");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no port leaf3:swp99"));
+  r = run("drain-plan --topology " + topo() + " leaf1:swp1-\\>spine9:swp1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no link"));
+  r = run("drain-plan --topology " + path("missing.yaml") + " leaf3:swp3");
+  EXPECT_EQ(r.code, 2);
+}
+
+}  // namespace
