@@ -69,7 +69,7 @@ bool parseBool(const std::string& s, bool* out) {
   return false;
 }
 
-bool validHostPort(const std::string& s) {
+bool validHostPort(const std::string& s, bool allow_zero = false) {
   const size_t colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
   const std::string port = s.substr(colon + 1);
@@ -78,7 +78,7 @@ bool validHostPort(const std::string& s) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   }
   const long p = std::strtol(port.c_str(), nullptr, 10);
-  return p > 0 && p <= 65535;
+  return (p > 0 || allow_zero) && p <= 65535;
 }
 
 }  // namespace
@@ -208,7 +208,7 @@ std::vector<std::string> validateAgentConfig(const AgentConfig& c) {
   } else if (!validHostPort(c.analyzer)) {
     errors.push_back("analyzer: expected HOST:PORT, got " + quoted(c.analyzer));
   }
-  if (!c.metrics_address.empty() && !validHostPort(c.metrics_address)) {
+  if (!c.metrics_address.empty() && !validHostPort(c.metrics_address, true)) {  // 0: any free port
     errors.push_back("metrics_address: expected HOST:PORT, got " + quoted(c.metrics_address));
   }
   positive("batch_interval", c.batch_interval);

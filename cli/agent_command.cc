@@ -1,0 +1,117 @@
+// `netdiag agent`: runs the collector agent (collector/agent.h) until SIGTERM
+// or SIGINT. Every flag is also a key of the YAML file given with --config
+// (flags win); see collector/agent_config.h for the keys.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "collector/agent.h"
+#include "collector/agent_config.h"
+
+namespace netdiag::cli {
+namespace {
+
+void logLine(const std::string& msg) {
+  // One line per message, timestamped, on stderr (data would go to stdout).
+  std::time_t t = std::time(nullptr);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  std::cerr << ts << " netdiag agent: " << msg << std::endl;
+}
+
+int runAgent(const std::string& config_file, const std::map<std::string, CLI::Option*>& flags,
+             const std::map<std::string, std::string>& values) {
+  collector::AgentConfig cfg;
+  bool bad = false;
+  if (!config_file.empty()) {
+    for (const std::string& e : collector::applyAgentConfigFile(cfg, config_file)) {
+      std::cerr << "netdiag agent: " << e << '\n';
+      bad = true;
+    }
+  }
+  for (const collector::AgentConfigKey& k : collector::agentConfigKeys()) {
+    if (flags.at(k.key)->count() == 0) continue;
+    const std::string err = collector::setAgentConfigValue(cfg, k.key, values.at(k.key));
+    if (!err.empty()) {
+      std::cerr << "netdiag agent: " << k.flag() << ": " << err << '\n';
+      bad = true;
+    }
+  }
+  for (const std::string& e : collector::validateAgentConfig(cfg)) {
+    std::string flag;
+    for (const collector::AgentConfigKey& k : collector::agentConfigKeys()) {
+      if (e.compare(0, k.key.size() + 1, k.key + ":") == 0) flag = " (" + k.flag() + ")";
+    }
+    std::cerr << "netdiag agent: " << e << flag << '\n';
+    bad = true;
+  }
+  if (bad) return kExitError;
+
+  // Signals go to one waiting thread, never to a thread in the middle of
+  // work: block them before any thread (gRPC, metrics, prober) starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  std::string error;
+  auto agent = collector::Agent::create(cfg, logLine, &error);
+  if (!agent) {
+    std::cerr << "netdiag agent: " << error << '\n';
+    return kExitError;
+  }
+  if (agent->metricsPort() != 0) {
+    logLine("metrics on http://" + cfg.metrics_address.substr(0, cfg.metrics_address.rfind(':')) +
+            ":" + std::to_string(agent->metricsPort()) + "/metrics");
+  }
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    const timespec tick{0, 200 * 1000 * 1000};
+    while (!done.load()) {
+      const int sig = sigtimedwait(&sigs, nullptr, &tick);
+      if (sig == SIGTERM || sig == SIGINT) {
+        logLine(std::string("got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", shutting down");
+        agent->requestStop();
+        return;
+      }
+    }
+  });
+  agent->run();
+  done = true;
+  waiter.join();
+  return kExitOk;
+}
+
+}  // namespace
+
+void addAgentCommand(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "agent",
+      "Run the collector agent: probe the plan's peers, answer their probes, read port counters "
+      "and LLDP, stream batches to the analyzer");
+  auto config_file = std::make_shared<std::string>();
+  auto values = std::make_shared<std::map<std::string, std::string>>();
+  auto flags = std::make_shared<std::map<std::string, CLI::Option*>>();
+  cmd->add_option("--config", *config_file,
+                  "YAML file of settings; every flag below is also a key (batch_interval: 1)");
+  for (const collector::AgentConfigKey& k : collector::agentConfigKeys()) {
+    (*flags)[k.key] = cmd->add_option(k.flag(), (*values)[k.key], k.help);
+  }
+  cmd->footer(
+      "Privileges: none for probing, responding and path discovery; CAP_NET_RAW for LLDP "
+      "capture only (without it LLDP is reported as unavailable and the rest runs).");
+  cmd->callback([config_file, values, flags, &exit_code] {
+    exit_code = runAgent(*config_file, *flags, *values);
+  });
+}
+
+}  // namespace netdiag::cli
