@@ -24,11 +24,12 @@ int run(int argc, char** argv) {
   addSimulateCommand(app, exit_code);
   addScoreCommand(app, exit_code);
   addReplayCommand(app, exit_code);
-  addAnalyzerCommand(app, exit_code);
   addLocateCommand(app, exit_code);
   addIncidentsCommand(app, exit_code);
   addExplainCommand(app, exit_code);
   addDrainCommand(app, exit_code);
+  addAgentCommand(app, exit_code);
+  addAnalyzerCommand(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -12,10 +12,11 @@ void addPlanCommand(CLI::App& app, int& exit_code);
 void addSimulateCommand(CLI::App& app, int& exit_code);
 void addScoreCommand(CLI::App& app, int& exit_code);
 void addReplayCommand(CLI::App& app, int& exit_code);
-void addAnalyzerCommand(CLI::App& app, int& exit_code);
 void addLocateCommand(CLI::App& app, int& exit_code);
 void addIncidentsCommand(CLI::App& app, int& exit_code);
 void addExplainCommand(CLI::App& app, int& exit_code);
 void addDrainCommand(CLI::App& app, int& exit_code);
+void addAgentCommand(CLI::App& app, int& exit_code);
+void addAnalyzerCommand(CLI::App& app, int& exit_code);
 
 }  // namespace netdiag::cli
