@@ -167,10 +167,10 @@ struct Prober::Impl {
     p.rtt_us = rx_ns > p.send_ns ? static_cast<double>(rx_ns - p.send_ns) / 1000.0 : 0.0;
   }
 
-  void readFlow(uint32_t i, double now) {
+  void readFlow(uint32_t i, uint32_t events, double now) {
     Flow& f = flows[i];
     SockError se;
-    while (readSockError(f.fd, &se)) {
+    while ((events & EPOLLERR) != 0 && readSockError(f.fd, &se)) {
       if (f.trace && !f.trace->done()) {
         f.trace->onError(se, now);
       } else {
@@ -381,7 +381,7 @@ struct Prober::Impl {
       now = monoNow();
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == UINT32_MAX) return;  // wake-up: stop
-        readFlow(events[k].data.u32, now);
+        readFlow(events[k].data.u32, events[k].events, now);
       }
     }
   }
