@@ -101,6 +101,11 @@ struct AnalyzerMetrics::Impl {
   prometheus::Family<prometheus::Gauge>& open_incidents;
   prometheus::Histogram& time_to_detect;
   prometheus::Histogram& time_to_localize;
+  // Health by tier and pod: links per (tier, pod), and those with open incidents.
+  prometheus::Family<prometheus::Gauge>& fabric_links;
+  prometheus::Family<prometheus::Gauge>& fabric_links_affected;
+  std::vector<Labels> link_group;  // per link: {tier, pod}
+  std::set<Labels> groups;
   // Agents and coverage.
   GaugeSet agent_last_seen, agent_connected, agent_batches, agent_records;
   prometheus::Family<prometheus::Gauge>& agents;
@@ -171,6 +176,16 @@ struct AnalyzerMetrics::Impl {
                                    "(first detection to paging confidence).")
                              .Register(*registry)
                              .Add({}, kDelayBuckets)),
+        fabric_links(prometheus::BuildGauge()
+                         .Name("netdiag_fabric_links")
+                         .Help("Links of the topology by tier (the roles they join, e.g. leaf-spine) and "
+                               "pod (of the lower end; none when unset).")
+                         .Register(*registry)),
+        fabric_links_affected(prometheus::BuildGauge()
+                                  .Name("netdiag_fabric_links_affected")
+                                  .Help("Links with an open link incident in either direction, by tier, "
+                                        "pod and state (localized, open).")
+                                  .Register(*registry)),
         agent_last_seen(*registry, "netdiag_agent_last_seen_timestamp_seconds",
                         "Unix time of the last batch received from the agent."),
         agent_connected(*registry, "netdiag_agent_connected",
@@ -266,6 +281,21 @@ struct AnalyzerMetrics::Impl {
       for (const char* state : {"open", "localized"}) open_incidents.Add({{"kind", kind}, {"state", state}});
     }
     for (const char* state : {"connected", "disconnected"}) agents.Add({{"state", state}});
+    std::map<Labels, double> totals;
+    for (topology::LinkId l = 0; l < topo.linkCount(); ++l) {
+      const auto& a = topo.node(topo.port(topo.link(l).a).node);
+      const auto& b = topo.node(topo.port(topo.link(l).b).node);
+      const auto& lo = a.role <= b.role ? a : b;
+      const auto& hi = a.role <= b.role ? b : a;
+      std::string pod = lo.pod ? std::to_string(*lo.pod) : hi.pod ? std::to_string(*hi.pod) : "none";
+      Labels g{{"tier", lo.role_name + "-" + hi.role_name}, {"pod", pod}};
+      link_group.push_back(g);
+      totals[g] += 1;
+    }
+    for (const auto& [g, n] : totals) {
+      fabric_links.Add(g).Set(n);
+      groups.insert(g);
+    }
   }
 
   Labels linkLabels(DirLinkId d) const {
@@ -311,6 +341,26 @@ struct AnalyzerMetrics::Impl {
     for (const auto& [key, n] : counts) {
       open_incidents.Add({{"kind", key.first}, {"state", key.second}}).Set(n);
     }
+
+    // A link counts once, as localized if any of its incidents is.
+    std::map<topology::LinkId, bool> affected;
+    for (const analyzer::Incident* inc : link_open) {
+      affected[Topology::linkOf(inc->link)] |= inc->localized_at.has_value();
+    }
+    std::map<Labels, double> per_group;
+    for (const Labels& g : groups) {
+      for (const char* st : {"localized", "open"}) {
+        Labels k = g;
+        k["state"] = st;
+        per_group[k] = 0;
+      }
+    }
+    for (const auto& [l, localized] : affected) {
+      Labels k = link_group[l];
+      k["state"] = localized ? "localized" : "open";
+      per_group[k] += 1;
+    }
+    for (const auto& [k, n] : per_group) fabric_links_affected.Add(k).Set(n);
 
     for (const analyzer::Incident* inc : link_open) {
       Labels labels = linkLabels(inc->link);

@@ -158,6 +158,14 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_down"}, {"state", "localized"}}), 0.0);
   EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "host_unreachable"}, {"state", "open"}}), 0.0);
 
+  // Health by tier and pod: 8 host-leaf and 8 leaf-spine links, one affected.
+  EXPECT_EQ(value(s, "netdiag_fabric_links", {{"tier", "leaf-spine"}, {"pod", "none"}}), 8.0);
+  EXPECT_EQ(value(s, "netdiag_fabric_links", {{"tier", "host-leaf"}, {"pod", "none"}}), 8.0);
+  EXPECT_EQ(value(s, "netdiag_fabric_links_affected",
+                  {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}), 1.0);
+  EXPECT_EQ(value(s, "netdiag_fabric_links_affected",
+                  {{"tier", "host-leaf"}, {"pod", "none"}, {"state", "localized"}}), 0.0);
+
   // Drain advice: leaf1 keeps 1 of its 2 uplinks and strands no host.
   EXPECT_EQ(value(s, "netdiag_link_drain_safe", kBadLink), 1.0);
   EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width", kBadLink), 2.0);
@@ -214,6 +222,8 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_TRUE(find(a, "netdiag_link_drain_safe").empty());
   EXPECT_TRUE(find(a, "netdiag_link_drain_info").empty());
   EXPECT_EQ(value(a, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}), 0.0);
+  EXPECT_EQ(value(a, "netdiag_fabric_links_affected",
+                  {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}), 0.0);
   EXPECT_TRUE(find(a, "netdiag_agent_connected", {{"agent", "host1"}}).empty());
   EXPECT_EQ(value(a, "netdiag_agent_connected", {{"agent", "host0"}}), 0.0);
   EXPECT_EQ(value(a, "netdiag_agents", {{"state", "disconnected"}}), 1.0);
