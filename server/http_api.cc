@@ -1,5 +1,7 @@
 #include "server/http_api.h"
 
+#include <chrono>
+
 #include <httplib.h>
 #include <prometheus/text_serializer.h>
 
@@ -144,6 +146,11 @@ std::string HttpApi::start(const std::string& address) {
     port_ = port;
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // stop() before the accept loop runs would be lost (httplib only stops a
+  // running server) and join() would then wait forever.
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return {};
 }
 

@@ -200,17 +200,30 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
       return result;
     }
   }
-  BufferSink buffer;
-  result.errors = proto::deliver(batch, m.resolver, buffer);
+  // Records stamped too far ahead (a bad clock) are rejected, named by
+  // their index on the wire.
   const double now = m.clock();
   const double limit = now + m.options.max_future_s;
-  auto future = [&](double t, const char* what, size_t i) {
-    if (t <= limit) return false;
-    result.errors.push_back(std::string(what) + "[" + std::to_string(i) + "]: 't' is " +
-                            std::to_string(static_cast<int64_t>(t - now)) +
-                            " s ahead of the analyzer's clock");
+  std::vector<std::string> future;
+  auto ahead = [&](double t, const char* what, int i) {
+    if (!(t > limit)) return false;
+    future.push_back(std::string(what) + "[" + std::to_string(i) + "]: 't' is " +
+                     std::to_string(static_cast<int64_t>(t - now)) +
+                     " s ahead of the analyzer's clock");
     return true;
   };
+  for (int i = 0; i < batch.probes_size(); ++i) ahead(batch.probes(i).t(), "probes", i);
+  for (int i = 0; i < batch.ports_size(); ++i) ahead(batch.ports(i).t(), "ports", i);
+  for (int i = 0; i < batch.lldp_size(); ++i) ahead(batch.lldp(i).t(), "lldp", i);
+  BufferSink buffer;
+  result.errors = proto::deliver(batch, m.resolver, buffer);
+  if (!future.empty()) {
+    auto late = [&](const auto& r) { return r.t > limit; };
+    std::erase_if(buffer.probes, late);
+    std::erase_if(buffer.ports, late);
+    std::erase_if(buffer.lldp, late);
+    result.errors.insert(result.errors.end(), future.begin(), future.end());
+  }
 
   std::lock_guard lk(m.mu);
   AgentState& agent = m.agents[batch.agent()];
@@ -222,9 +235,8 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
     result.errors.clear();
     return result;
   }
-  auto hold = [&](auto& records, const char* what) {
+  auto hold = [&](auto& records) {
     for (size_t i = 0; i < records.size(); ++i) {
-      if (future(records[i].t, what, i)) continue;
       agent.newest = std::max(agent.newest, records[i].t);
       Held h;
       h.t = records[i].t;
@@ -234,9 +246,9 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
       ++result.accepted;
     }
   };
-  hold(buffer.probes, "probes");
-  hold(buffer.ports, "ports");
-  hold(buffer.lldp, "lldp");
+  hold(buffer.probes);
+  hold(buffer.ports);
+  hold(buffer.lldp);
   m.releaseLocked();
   m.dedup.mark(batch.agent(), batch.epoch(), batch.seq());
   ++m.counters.batches;

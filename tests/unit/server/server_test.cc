@@ -1,0 +1,489 @@
+// The analyzer daemon in-process, on real sockets (127.0.0.1, port 0):
+// de-duplication, malformed input, the HTTP API, plans, a simulated gray
+// link streamed over synthetic agents, and incidents surviving a restart.
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include "collector/uplink.h"
+#include "planner/plan.h"
+#include "proto/convert.h"
+#include "server/daemon.h"
+#include "server/dedup.h"
+#include "server/sim_agents.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+#include "topology/generators.h"
+
+namespace netdiag::server {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+topology::Topology smallFabric() {
+  topology::LeafSpineParams p;
+  p.spines = 2;
+  p.leaves = 4;
+  p.hosts_per_leaf = 4;
+  return topology::generateLeafSpine(p);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    static int n = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("netdiag_server_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+double wallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A valid probe between the first two host ports, on its known path.
+v1::Probe validProbe(const topology::Topology& topo, double t) {
+  std::vector<topology::PortId> hostPorts;
+  for (topology::PortId p = 0; p < topo.portCount() && hostPorts.size() < 2; ++p) {
+    if (topo.node(topo.port(p).node).isHost()) hostPorts.push_back(p);
+  }
+  v1::Probe m;
+  m.set_t(t);
+  m.set_src(topo.portRef(hostPorts[0]));
+  m.set_dst(topo.portRef(hostPorts[1]));
+  m.set_flow(40000);
+  m.set_window_s(5);
+  m.set_sent(50);
+  m.set_lost(0);
+  return m;
+}
+
+template <typename Pred>
+bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+// ---- de-duplication ---------------------------------------------------------
+
+TEST(Dedup, MarksAndRecognizesBatches) {
+  Deduplicator d(8);
+  EXPECT_FALSE(d.seen("h0", 1, 1));
+  d.mark("h0", 1, 1);
+  EXPECT_TRUE(d.seen("h0", 1, 1));
+  EXPECT_FALSE(d.seen("h0", 1, 2));
+  EXPECT_FALSE(d.seen("h1", 1, 1)) << "agents are separate";
+  EXPECT_FALSE(d.seen("h0", 2, 1)) << "epochs are separate";
+  d.mark("h0", 1, 3);  // out of order
+  EXPECT_TRUE(d.seen("h0", 1, 3));
+  EXPECT_FALSE(d.seen("h0", 1, 2));
+  d.mark("h0", 1, 2);
+  EXPECT_EQ(d.heldSeqs(), 0u) << "a contiguous run folds into the floor";
+}
+
+TEST(Dedup, MemoryIsBoundedPerAgent) {
+  Deduplicator d(16, 3);
+  d.mark("h0", 1, 1);
+  // Seqs 2..9 never come (the agent's spool dropped them).
+  for (uint64_t s = 10; s < 10000; ++s) d.mark("h0", 1, s);
+  EXPECT_LE(d.heldSeqs(), 16u);
+  EXPECT_TRUE(d.seen("h0", 1, 9999));
+  EXPECT_TRUE(d.seen("h0", 1, 500));
+  for (uint64_t e = 2; e < 100; ++e) d.mark("h0", e, 1);
+  EXPECT_TRUE(d.seen("h0", 99, 1));
+  EXPECT_TRUE(d.seen("h0", 1, 1)) << "a forgotten old epoch counts as delivered";
+  EXPECT_LE(d.heldSeqs(), 16u * 3);
+}
+
+// ---- ingest ----------------------------------------------------------------
+
+struct Live {
+  topology::Topology topo = smallFabric();
+  std::unique_ptr<LiveAnalyzer> analyzer;
+  Live() {
+    std::string error;
+    analyzer = LiveAnalyzer::create(topo, {}, nullptr, wallNow, &error, nullptr);
+    EXPECT_TRUE(analyzer) << error;
+  }
+};
+
+TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
+  Live live;
+  const double now = wallNow();
+  v1::Batch b;
+  b.set_agent("host0");
+  b.set_epoch(1);
+  b.set_seq(1);
+  *b.add_probes() = validProbe(live.topo, now);
+  v1::Probe* unknown = b.add_probes();
+  *unknown = validProbe(live.topo, now);
+  unknown->set_src("nosuch:eth9");
+  v1::Probe* lossy = b.add_probes();
+  *lossy = validProbe(live.topo, now);
+  lossy->set_lost(99);
+  v1::Probe* nan = b.add_probes();
+  *nan = validProbe(live.topo, std::nan(""));
+  v1::Probe* future = b.add_probes();
+  *future = validProbe(live.topo, now + 86400);
+  v1::PortCounters* port = b.add_ports();
+  port->set_t(now);
+  port->set_port("host0:nope");
+  v1::LldpNeighbor* lldp = b.add_lldp();
+  lldp->set_t(now);
+  lldp->set_port(live.topo.portRef(0));
+
+  BatchResult r = live.analyzer->ingest(b);
+  EXPECT_FALSE(r.duplicate);
+  EXPECT_EQ(r.accepted, 1u);
+  ASSERT_EQ(r.errors.size(), 6u);
+  std::string all;
+  for (auto& e : r.errors) all += e + "\n";
+  EXPECT_NE(all.find("probes[1]: unknown src port \"nosuch:eth9\""), std::string::npos) << all;
+  EXPECT_NE(all.find("probes[2]: 'lost' > 'sent'"), std::string::npos) << all;
+  EXPECT_NE(all.find("probes[3]"), std::string::npos) << all;
+  EXPECT_NE(all.find("probes[4]: 't' is 86"), std::string::npos) << all;
+  EXPECT_NE(all.find("s ahead of the analyzer's clock"), std::string::npos) << all;
+  EXPECT_NE(all.find("ports[0]: unknown port"), std::string::npos) << all;
+  EXPECT_NE(all.find("lldp[0]: empty 'neighbor'"), std::string::npos) << all;
+  exporter::IngestCounters c = live.analyzer->counters();
+  EXPECT_EQ(c.malformed, 6u);
+  EXPECT_EQ(c.batches, 1u);
+  EXPECT_EQ(c.probes, 1u);
+
+  v1::Batch anonymous = b;
+  anonymous.clear_agent();
+  r = live.analyzer->ingest(anonymous);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("agent"), std::string::npos);
+}
+
+TEST(Ingest, RandomBytesNeverCrash) {
+  Live live;
+  std::mt19937_64 rng(42);
+  v1::Batch good;
+  good.set_agent("host0");
+  *good.add_probes() = validProbe(live.topo, wallNow());
+  const std::string base = good.SerializeAsString();
+  size_t parsed = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string bytes = base;
+    // Flip, insert and truncate: mostly still-parsable messages with odd fields.
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) {
+      bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    }
+    if (rng() % 4 == 0) bytes.resize(rng() % bytes.size());
+    v1::Batch b;
+    if (!b.ParseFromString(bytes)) continue;
+    ++parsed;
+    b.set_seq(static_cast<uint64_t>(i) + 1);
+    live.analyzer->ingest(b);
+  }
+  EXPECT_GT(parsed, 100u);
+  live.analyzer->tick(wallNow());
+  (void)live.analyzer->locate();
+}
+
+// ---- the daemon on real sockets --------------------------------------------
+
+struct RunningDaemon {
+  topology::Topology topo = smallFabric();
+  std::unique_ptr<Daemon> daemon;
+  std::vector<std::string> logs;
+  std::mutex logs_mu;
+
+  void start(const std::string& db = "") {
+    DaemonOptions o;
+    o.grpc.address = "127.0.0.1:0";
+    o.web_listen = "127.0.0.1:0";
+    o.live.db_path = db;
+    o.tick_s = 0.1;
+    o.log = [this](const std::string& m) {
+      std::lock_guard lk(logs_mu);
+      logs.push_back(m);
+    };
+    std::string error;
+    daemon = Daemon::start(topo, o, &error);
+    ASSERT_TRUE(daemon) << error;
+  }
+  std::string grpcAddress() const { return "127.0.0.1:" + std::to_string(daemon->grpcPort()); }
+  httplib::Client http() const {
+    httplib::Client c("127.0.0.1", daemon->httpPort());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+};
+
+TEST(Daemon, DuplicateAndReplayedBatchesCountOnce) {
+  RunningDaemon d;
+  d.start();
+  auto channel = grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Collector::NewStub(channel);
+  v1::Batch b;
+  b.set_agent("host0");
+  b.set_epoch(77);
+  b.set_seq(1);
+  *b.add_probes() = validProbe(d.topo, wallNow());
+
+  std::vector<bool> dup;
+  for (int stream_no = 0; stream_no < 2; ++stream_no) {  // the second is the "reconnect"
+    grpc::ClientContext ctx;
+    auto stream = stub->Stream(&ctx);
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_TRUE(stream->Write(b));
+      v1::Ack ack;
+      ASSERT_TRUE(stream->Read(&ack));
+      EXPECT_EQ(ack.epoch(), 77u);
+      EXPECT_EQ(ack.seq(), 1u);
+      dup.push_back(ack.duplicate());
+    }
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  EXPECT_EQ(dup, (std::vector<bool>{false, true, true, true}));
+  exporter::IngestCounters c = d.daemon->analyzer().counters();
+  EXPECT_EQ(c.batches, 1u);
+  EXPECT_EQ(c.duplicate_batches, 3u);
+  EXPECT_EQ(c.probes, 1u);
+  auto agents = d.daemon->analyzer().agents();
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents[0].agent, "host0");
+  EXPECT_EQ(agents[0].batches, 1u);
+  EXPECT_FALSE(agents[0].connected);
+}
+
+TEST(Daemon, UplinkResendsAfterAnalyzerRestartAndEachBatchCountsOnce) {
+  RunningDaemon d;
+  d.start();
+  const int port = d.daemon->grpcPort();
+  auto spool = collector::makeMemorySpool(0);
+  collector::UplinkOptions o;
+  o.analyzer = d.grpcAddress();
+  o.agent = "host1";
+  o.backoff_min_s = 0.05;
+  o.backoff_max_s = 0.2;
+  collector::Uplink up(o, *spool);
+  for (int i = 0; i < 20; ++i) {
+    v1::Batch b;
+    *b.add_probes() = validProbe(d.topo, wallNow());
+    up.send(b);
+  }
+  ASSERT_TRUE(waitFor([&] { return spool->batches() == 0; })) << up.lastError();
+  EXPECT_EQ(d.daemon->analyzer().counters().batches, 20u);
+  EXPECT_TRUE(waitFor([&] {
+    auto a = d.daemon->analyzer().agents();
+    return a.size() == 1 && a[0].connected;
+  }));
+  d.daemon->stop();
+  EXPECT_TRUE(waitFor([&] { return !up.stats().connected; }));
+  for (int i = 0; i < 5; ++i) {
+    v1::Batch b;
+    *b.add_probes() = validProbe(d.topo, wallNow());
+    up.send(b);
+  }
+  // A new analyzer on the same port gets the five kept in the spool.
+  DaemonOptions again;
+  again.grpc.address = "127.0.0.1:" + std::to_string(port);
+  again.web_listen = "127.0.0.1:0";
+  std::string error;
+  auto second = Daemon::start(d.topo, again, &error);
+  ASSERT_TRUE(second) << error;
+  ASSERT_TRUE(waitFor([&] { return spool->batches() == 0; })) << up.lastError();
+  EXPECT_EQ(second->analyzer().counters().batches, 5u);
+  EXPECT_GE(up.stats().reconnects, 1u);
+}
+
+TEST(Daemon, ServesPlansPerNode) {
+  RunningDaemon d;
+  d.start();
+  auto spool = collector::makeMemorySpool(0);
+  collector::UplinkOptions o;
+  o.analyzer = d.grpcAddress();
+  o.agent = d.topo.portRef(0).substr(0, d.topo.portRef(0).find(':'));
+  collector::Uplink up(o, *spool);
+  std::string error;
+  auto plan = up.fetchPlan(0, &error);
+  ASSERT_TRUE(plan) << error;
+  EXPECT_EQ(plan->version(), 1u);
+  EXPECT_EQ(plan->responder_port(), 7601u);
+  EXPECT_GT(plan->flows_size(), 0);
+  for (const auto& f : plan->flows()) EXPECT_EQ(f.src().rfind(o.agent + ":", 0), 0u);
+
+  o.agent = "no-such-node";
+  collector::Uplink stranger(o, *spool);
+  EXPECT_FALSE(stranger.fetchPlan(0, &error));
+  EXPECT_NE(error.find("not a node"), std::string::npos) << error;
+}
+
+TEST(Daemon, HttpApi) {
+  RunningDaemon d;
+  d.start();
+  auto c = d.http();
+  auto r = c.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = c.Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = c.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->body.find("/api/v1/locate"), std::string::npos);
+
+  r = c.Get("/api/v1/locate");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  json j = json::parse(r->body);
+  EXPECT_TRUE(j["incidents"].is_array());
+  EXPECT_TRUE(j.contains("generated_at"));
+
+  r = c.Get("/api/v1/incidents?state=open&kind=link_loss&since=0");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  for (const char* bad : {"/api/v1/incidents?state=maybe", "/api/v1/incidents?since=yesterday"}) {
+    r = c.Get(bad);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad;
+    EXPECT_TRUE(json::parse(r->body).contains("error")) << bad;
+  }
+  r = c.Get("/api/v1/incidents/inc-999");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+
+  const std::string name = d.topo.dirLinkName(0);
+  std::string encoded;
+  for (char ch : name) {
+    if (ch == ':') encoded += "%3A";
+    else if (ch == '>') encoded += "%3E";
+    else encoded += ch;
+  }
+  r = c.Get("/api/v1/links/" + encoded);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = json::parse(r->body);
+  EXPECT_EQ(j["link"], name);
+  for (const char* key : {"probes", "lost", "loss_ratio", "background_loss", "reverse", "incidents"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_TRUE(j["reverse"].contains("loss_ratio"));
+  r = c.Get("/api/v1/links/nowhere");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_NE(json::parse(r->body)["error"].get<std::string>().find("nowhere"), std::string::npos);
+  r = c.Get("/api/v1/nothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+
+  ASSERT_TRUE(waitFor([&] {
+    auto m = c.Get("/metrics");
+    return m && m->body.find("netdiag_ingest_batches_total") != std::string::npos;
+  })) << "the exporter's metrics appear after the first tick";
+  r = c.Get("/metrics");
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  EXPECT_NE(r->body.find("# TYPE"), std::string::npos);
+}
+
+TEST(Daemon, StartFailuresAreNamed) {
+  topology::Topology topo = smallFabric();
+  DaemonOptions o;
+  o.grpc.address = "127.0.0.1:0";
+  o.web_listen = "not-an-address";
+  std::string error;
+  EXPECT_FALSE(Daemon::start(topo, o, &error));
+  EXPECT_NE(error.find("not-an-address"), std::string::npos) << error;
+
+  o.web_listen = "127.0.0.1:0";
+  o.live.db_path = "/nonexistent-dir/x/netdiag.db";
+  EXPECT_FALSE(Daemon::start(topo, o, &error));
+  EXPECT_NE(error.find("/nonexistent-dir"), std::string::npos) << error;
+
+  o.live.db_path.clear();
+  o.grpc.tls_cert = "/nonexistent/cert.pem";
+  o.grpc.tls_key = "/nonexistent/key.pem";
+  EXPECT_FALSE(Daemon::start(topo, o, &error));
+  EXPECT_NE(error.find("/nonexistent/cert.pem"), std::string::npos) << error;
+}
+
+// ---- a simulated gray link, streamed; incidents survive a restart ----------
+
+TEST(Daemon, LocalizesAStreamedGrayLinkAndKeepsItAcrossARestart) {
+  TempDir dir;
+  RunningDaemon d;
+  d.start(dir.file("netdiag.db"));
+
+  std::istringstream yaml(R"(name: gray
+duration_s: 150
+window_s: 5
+noise: {background_loss: 1.0e-5, path_unknown: 0.3}
+faults:
+  - kind: link_loss
+    link: {from: leaf, to: spine}
+    loss: 0.03
+    onset: 20
+)");
+  sim::ScenarioLoad load = sim::loadScenario(yaml, "gray.yaml");
+  ASSERT_TRUE(load.errors.empty());
+  planner::Plan plan = planner::makePlan(d.topo, load.scenario.budget, {}, 1);
+  std::vector<topology::Diagnostic> errors;
+  auto simulator = sim::Simulator::create(d.topo, load.scenario, plan, {}, errors);
+  ASSERT_TRUE(simulator);
+  ASSERT_EQ(simulator->truth().faults.size(), 1u);
+  const std::string faulty = simulator->truth().faults[0].link;
+
+  SimAgentsOptions so;
+  so.analyzer = d.grpcAddress();
+  so.speed = 0;
+  so.agents = 8;
+  {
+    SimAgents agents(d.topo, so);
+    simulator->run(agents);
+    std::string error;
+    ASSERT_TRUE(agents.finish(60, &error)) << error;
+    EXPECT_EQ(agents.stats().acked, agents.stats().batches);
+  }
+  std::string id;
+  ASSERT_TRUE(waitFor([&] {
+    json j = json::parse(d.http().Get("/api/v1/locate")->body);
+    for (const auto& i : j["incidents"]) {
+      if (i.value("link", "") == faulty && !i["localized_at"].is_null()) id = i["id"];
+    }
+    return !id.empty();
+  })) << "no open incident on " << faulty;
+  json located = json::parse(d.http().Get("/api/v1/locate")->body);
+  EXPECT_EQ(located["incidents"].size(), 1u) << located.dump(1);
+  json one = json::parse(d.http().Get("/api/v1/incidents/" + id)->body);
+  EXPECT_EQ(one["incident"]["link"], faulty);
+  EXPECT_EQ(one["link"]["link"], faulty);
+  EXPECT_GT(one["link"]["loss_ratio"].get<double>(), 0.01);
+
+  d.daemon->stop();
+  d.daemon.reset();
+  d.start(dir.file("netdiag.db"));
+  json after = json::parse(d.http().Get("/api/v1/incidents")->body);
+  bool kept = false;
+  for (const auto& i : after["incidents"]) kept |= i["id"] == id && i["link"] == faulty;
+  EXPECT_TRUE(kept) << after.dump(1);
+}
+
+}  // namespace
+}  // namespace netdiag::server
