@@ -1,0 +1,179 @@
+// `netdiag analyzer` and `netdiag simulate --live` as real processes: bad
+// flags fail clearly; a simulated gray link streamed into a running analyzer
+// is localized (checked over HTTP with httplib), SIGTERM stops it cleanly,
+// and a restarted analyzer still has the incident.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_harness.h"
+
+namespace netdiag::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class LiveCliTest : public CliTest {
+ protected:
+  void TearDown() override {
+    stopAnalyzer();
+    CliTest::TearDown();
+  }
+
+  // Starts `netdiag analyzer` in the background on free ports and waits
+  // for its "listening" line.
+  void startAnalyzer(const std::string& args) {
+    fs::remove(path("analyzer.err"));  // the last run's "listening" line
+    grpc_port_ = http_port_ = 0;
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      std::string cmd = "exec " + std::string(NETDIAG_BIN) + " analyzer " + args +
+                        " --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 >" +
+                        path("analyzer.out") + " 2>" + path("analyzer.err");
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::regex re(R"(grpc=127\.0\.0\.1:(\d+).* http=http://127\.0\.0\.1:(\d+))");
+    for (int i = 0; i < 300; ++i) {
+      std::smatch m;
+      std::string err = fs::exists(path("analyzer.err")) ? slurp(path("analyzer.err")) : "";
+      if (std::regex_search(err, m, re)) {
+        grpc_port_ = std::stoi(m[1]);
+        http_port_ = std::stoi(m[2]);
+        return;
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        FAIL() << "analyzer exited: " << err;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    FAIL() << "analyzer did not start: " << slurp(path("analyzer.err"));
+  }
+
+  int stopAnalyzer() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  json get(const std::string& target) {
+    httplib::Client c("127.0.0.1", http_port_);
+    c.set_read_timeout(10, 0);
+    auto r = c.Get(target.c_str());
+    if (!r) return json();
+    return json::parse(r->body, nullptr, false);
+  }
+
+  pid_t pid_ = -1;
+  int grpc_port_ = 0, http_port_ = 0;
+};
+
+TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
+  auto r = run("analyzer --topology /nonexistent.yaml --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/nonexistent.yaml"), std::string::npos) << r.err;
+
+  const std::string topo = std::string(NETDIAG_FIXTURES) + "/topologies/good_leaf_spine.yaml";
+  r = run("analyzer --topology " + topo + " --listen nowhere");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--listen \"nowhere\" is not HOST:PORT"), std::string::npos) << r.err;
+
+  r = run("analyzer --topology " + topo + " --listen 127.0.0.1:0 --web.listen-address :80x");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--web.listen-address"), std::string::npos) << r.err;
+
+  r = run("analyzer --topology " + topo + " --dscp 99");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--dscp"), std::string::npos) << r.err;
+
+  r = run("analyzer --topology " + topo + " --tls-cert " + topo);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--tls-key"), std::string::npos) << r.err;
+
+  r = run("simulate --fabric leaf-spine:spines=2,leaves=2,hosts_per_leaf=2 --speed 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--live"), std::string::npos) << r.err;
+
+  r = run("simulate --fabric leaf-spine:spines=2,leaves=2,hosts_per_leaf=2 --live nohost");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("HOST:PORT"), std::string::npos) << r.err;
+}
+
+TEST_F(LiveCliTest, SimulateLiveIntoAnAnalyzerLocalizesTheGrayLink) {
+  ASSERT_EQ(run("topo generate leaf-spine --spines 4 --leaves 6 --hosts-per-leaf 6 -o " +
+                path("fabric.yaml")).code, 0);
+  write("gray.yaml", R"(name: gray_short
+duration_s: 180
+window_s: 5
+noise: {background_loss: 1.0e-5, path_unknown: 0.3}
+faults:
+  - kind: link_loss
+    link: {from: leaf, to: spine}
+    loss: 0.03
+    onset: 30
+)");
+  startAnalyzer("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db"));
+  ASSERT_GT(grpc_port_, 0);
+  {
+    httplib::Client c("127.0.0.1", http_port_);
+    auto ready = c.Get("/readyz");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200);
+  }
+
+  auto r = run("simulate --topology " + path("fabric.yaml") + " --scenario " + path("gray.yaml") +
+               " --truth " + path("truth.json") + " --live 127.0.0.1:" + std::to_string(grpc_port_) +
+               " --speed 0 --agents 12");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("over 12 agent stream(s)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("delivered"), std::string::npos) << r.err;
+  const std::string faulty = json::parse(slurp(path("truth.json")))["faults"][0]["link"];
+
+  json located;
+  for (int i = 0; i < 100; ++i) {
+    located = get("/api/v1/locate");
+    if (located.is_object() && !located["incidents"].empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(located.is_object());
+  ASSERT_EQ(located["incidents"].size(), 1u) << located.dump(1);
+  const json& incident = located["incidents"][0];
+  EXPECT_EQ(incident["link"], faulty) << located.dump(1);
+  EXPECT_EQ(incident["kind"], "link_loss");
+  EXPECT_FALSE(incident["localized_at"].is_null());
+
+  std::string encoded;
+  for (char ch : faulty) encoded += ch == ':' ? "%3A" : ch == '>' ? "%3E" : std::string(1, ch);
+  json link = get("/api/v1/links/" + encoded);
+  EXPECT_EQ(link["link"], faulty);
+  EXPECT_EQ(link["incidents"][0], incident["id"]);
+
+  EXPECT_EQ(stopAnalyzer(), 0);
+  EXPECT_NE(slurp(path("analyzer.err")).find("SIGTERM: shutting down"), std::string::npos);
+
+  // A restarted analyzer keeps the incident (SQLite).
+  startAnalyzer("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db"));
+  json all = get("/api/v1/incidents");
+  ASSERT_TRUE(all.is_object());
+  bool kept = false;
+  for (const auto& i : all["incidents"]) kept |= i["id"] == incident["id"] && i["link"] == faulty;
+  EXPECT_TRUE(kept) << all.dump(1) << slurp(path("analyzer.err"));
+}
+
+}  // namespace
+}  // namespace netdiag::testing
