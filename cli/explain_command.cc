@@ -177,15 +177,15 @@ int runExplain(const ExplainOptions& o) {
               state.c_str());
   std::printf("  where:      %s\n", whereInWords(inc).c_str());
   const double opened = num(inc, "opened_at");
-  std::printf("  opened:     t=%.1f\n", opened);
+  std::printf("  opened:     %s\n", clockText(opened).c_str());
   if (isLocalized(inc)) {
-    std::printf("  localized:  t=%.1f (%s after opening)\n", num(inc, "localized_at"),
+    std::printf("  localized:  %s (%s after opening)\n", clockText(num(inc, "localized_at")).c_str(),
                 durationText(num(inc, "localized_at") - opened).c_str());
   } else {
     std::printf("  localized:  not yet (evidence below paging confidence)\n");
   }
   if (!isOpen(inc)) {
-    std::printf("  resolved:   t=%.1f (lasted %s)\n", num(inc, "resolved_at"),
+    std::printf("  resolved:   %s (lasted %s)\n", clockText(num(inc, "resolved_at")).c_str(),
                 durationText(num(inc, "resolved_at") - opened).c_str());
   }
   std::printf("  estimate:   loss %s, confidence %s\n", pct(num(inc, "loss_ratio")).c_str(),

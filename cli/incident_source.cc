@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 
 #include <httplib.h>
@@ -205,6 +206,19 @@ std::string evidenceLine(const json& i) {
   if (line.empty()) return "-";
   std::replace(line.begin(), line.end(), '\n', ' ');
   return line;
+}
+
+std::string clockText(double t) {
+  char buf[48];
+  if (t >= 1e9 && t < 1e11) {
+    std::time_t secs = static_cast<std::time_t>(t);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
+  } else {
+    std::snprintf(buf, sizeof buf, "t=%.1f", t);
+  }
+  return buf;
 }
 
 std::string durationText(double s) {

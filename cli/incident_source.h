@@ -53,6 +53,9 @@ void sortBySeverity(std::vector<nlohmann::json>& incidents);
 std::string whereInWords(const nlohmann::json& incident);
 // The evidence's summary, or its method, or "-"; one line.
 std::string evidenceLine(const nlohmann::json& incident);
+// A telemetry time for people: UTC date and time when it looks like Unix
+// time (live analyzers), else "t=120.0" (simulations and replays).
+std::string clockText(double t);
 // "4m10s" for a number of seconds.
 std::string durationText(double seconds);
 std::string numberOr(const nlohmann::json& j, const char* key, const char* fallback, int precision);

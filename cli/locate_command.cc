@@ -67,13 +67,13 @@ std::optional<IncidentSet> filter(IncidentSet set, const LocateOptions& o, std::
 
 void printTable(const IncidentSet& set, bool colour) {
   if (set.incidents.empty()) {
-    std::printf("OK: no open incident (as of t=%.1f)\n", set.generated_at);
+    std::printf("OK: no open incident (as of %s)\n", clockText(set.generated_at).c_str());
     return;
   }
   size_t faults = 0;
   for (const json& i : set.incidents) faults += isLocalized(i);
-  std::printf("%zu localized fault(s), %zu suspect(s) (as of t=%.1f)\n", faults,
-              set.incidents.size() - faults, set.generated_at);
+  std::printf("%zu localized fault(s), %zu suspect(s) (as of %s)\n", faults,
+              set.incidents.size() - faults, clockText(set.generated_at).c_str());
   std::printf("%-9s %-44s %-16s %8s %6s %-16s %s\n", "SEVERITY", "WHERE", "KIND", "LOSS", "CONF",
               "SINCE", "EVIDENCE");
   for (const json& i : set.incidents) {
