@@ -66,7 +66,7 @@ TEST(DrainPlan, DualNicHostKeepsItsOtherLink) {
 }
 
 TEST(DrainPlan, ParallelLinksCountEachAndLinksAlreadyDownAreLeftOut) {
-  Topology t = generateLeafSpine({.spines = 4, .leaves = 2, .hosts_per_leaf = 1, .parallel = 2});
+  Topology t = generateLeafSpine({.spines = 4, .leaves = 3, .hosts_per_leaf = 1, .parallel = 2});
   Router router(t);
   DrainPlan p = planDrain(router, between(t, "leaf1", "spine1"));
   EXPECT_EQ(p.width_before, 8u);
