@@ -15,7 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev sqlite3
   libsimdjson-dev
   # integration and end-to-end tests: real servers and a namespaced fabric
-  prometheus prometheus-alertmanager frr lldpd nftables iproute2 curl
+  prometheus prometheus-alertmanager frr lldpd nftables iproute2 curl jq procps iputils-ping
 )
 
 missing=()
