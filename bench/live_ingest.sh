@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Whole-process ingest benchmark of the analyzer daemon over gRPC: one
+# `netdiag analyzer` and `netdiag simulate --live --speed 0` streaming a
+# simulated fabric from many concurrent synthetic agents (one gRPC stream
+# each). Reports the records/s the analyzer acknowledged (each ack is sent
+# after the batch is in the engine) and the analyzer's peak RSS.
+#
+# usage: bench/live_ingest.sh [BUILD_DIR] [SIZE] [AGENTS] [DURATION_S]
+#   SIZE: small (leaf-spine 4x16x16, 256 host ports), medium (rail, 12,800
+#   host ports) or 100k (rail, 102,400 host ports); default medium.
+set -euo pipefail
+build=${1:-build}
+size=${2:-medium}
+agents=${3:-64}
+duration=${4:-30}
+netdiag="$build/cli/netdiag"
+work=$(mktemp -d /tmp/netdiag-live-ingest.XXXXXX)
+analyzer_pid=
+cleanup() {
+  [ -n "$analyzer_pid" ] && kill -TERM "$analyzer_pid" 2>/dev/null && wait "$analyzer_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+case "$size" in
+  small) gen=(leaf-spine --spines 4 --leaves 16 --hosts-per-leaf 16) ;;
+  medium) gen=(rail --sus 50 --hosts-per-su 32 --rails 8 --spines 32 --leaf-uplinks 32 --cores 16) ;;
+  100k) gen=(rail --sus 400 --hosts-per-su 32 --rails 8 --spines 32 --leaf-uplinks 32 --cores 16) ;;
+  *) echo "unknown size $size" >&2; exit 2 ;;
+esac
+"$netdiag" topo generate "${gen[@]}" -o "$work/fabric.yaml" >&2
+
+"$netdiag" analyzer --topology "$work/fabric.yaml" \
+  --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' 2>"$work/analyzer.err" &
+analyzer_pid=$!
+for _ in $(seq 600); do
+  grep -q 'listening:' "$work/analyzer.err" 2>/dev/null && break
+  sleep 0.1
+done
+grpc=$(grep -o 'grpc=127.0.0.1:[0-9]*' "$work/analyzer.err" | cut -d= -f2 || true)
+[ -n "$grpc" ] || { cat "$work/analyzer.err" >&2; exit 1; }
+
+"$netdiag" simulate --topology "$work/fabric.yaml" --duration "$duration" \
+  --live "$grpc" --speed 0 --agents "$agents" --live-timeout 300 2>&1 | tee "$work/simulate.err" >&2
+
+rss=$(awk '/VmHWM/ {print $2}' "/proc/$analyzer_pid/status")
+kill -TERM "$analyzer_pid"; wait "$analyzer_pid" || true; analyzer_pid=
+rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '(),' | awk '{print $1}')
+echo "live_ingest size=$size agents=$agents duration_s=$duration records_per_s=$rate analyzer_peak_rss_kib=$rss"
