@@ -13,8 +13,8 @@
 #      other leaves meanwhile: evidence ages out over the engine's horizon);
 #   2. leaf1:swp4 down: a link_down incident on it, no new incident on any
 #      other link (those traffic moved to); back up, it resolves;
-#   3. leaf2's two uplink cables swapped at the spines: a miscabling
-#      incident naming their ports;
+#   3. the cables of leaf1 and leaf2 swapped at spine0 (spine0:swp2 and
+#      spine0:swp3 trade them): a miscabling incident naming their ports;
 #   4. while still swapped, the analyzer is killed (SIGKILL) for 60 s and
 #      restarted: every incident kept (SQLite), the open miscabling
 #      incidents still open under the same ids, nothing the agents produced
@@ -220,7 +220,9 @@ e2e_result "link up resolved" "the link_down incident resolves once the link is 
 
 # --- 3. two cables swapped ----------------------------------------------------------
 
-SWAP_X=spine0:swp3; SWAP_Y=spine1:swp3  # leaf2's two uplinks trade spine ports
+# leaf1's and leaf2's cables trade ports on spine0: each leaf keeps its
+# other uplink meanwhile, and the loss link (leaf0) is left alone.
+SWAP_X=spine0:swp2; SWAP_Y=spine0:swp3
 SWAP_PORTS="$SWAP_X $SWAP_Y ${FAB_PEER[$SWAP_X]} ${FAB_PEER[$SWAP_Y]}"
 fabric_swap_cables "$SWAP_X" "$SWAP_Y"
 t=$SECONDS; found=""; mis=""
@@ -258,7 +260,9 @@ declare -A acked0=() made_at_restart=()
 kill -KILL "$ANALYZER_PID"
 wait "$ANALYZER_PID" 2>/dev/null
 echo "analyzer killed (SIGKILL); restarting in $OUTAGE s"
-# Acknowledgements stop with the analyzer: count from here.
+# Acknowledgements stop with the analyzer: count from here, once the
+# agents' /metrics (refreshed as they batch) show the last ones.
+sleep 3
 for n in "${FAB_NODES[@]}"; do acked0[$n]=$(agent_metric "$n" netdiag_agent_uplink_batches_acked_total); done
 sleep $((OUTAGE / 2))
 down=$(in_mgmt curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$API/healthz")
@@ -290,6 +294,9 @@ for n in "${FAB_NODES[@]}"; do
   a=$(agent_metric "$n" netdiag_agent_uplink_batches_acked_total)
   [[ $a =~ ^[0-9]+$ && ${acked0[$n]} =~ ^[0-9]+$ ]] && acked_delta=$((acked_delta + a - ${acked0[$n]}))
 done
+# The analyzer's counters are refreshed after each engine pass (5 s): give
+# them time to include every batch acknowledged before the agents' scrape.
+sleep 8
 ib=$(analyzer_metric netdiag_ingest_batches_total); idup=$(analyzer_metric netdiag_ingest_duplicate_batches_total)
 [[ $ib =~ ^[0-9]+$ ]] || ib=0; [[ $idup =~ ^[0-9]+$ ]] || idup=0
 ingested=$((ib + idup))
