@@ -61,7 +61,11 @@ void appendHops(const topology::Topology& topo, const std::vector<DirLinkId>& pa
   for (DirLinkId d : path) out->Add(topo.portRef(topo.dirDstPort(d)));
 }
 
-std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::ProbeRecord& r) {
+// Returns why the record is rejected (empty: accepted); `warning` says what
+// of an accepted record was left out.
+std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::ProbeRecord& r,
+                       std::string& warning) {
+  warning.clear();
   const topology::Topology& topo = resolver.topology();
   if (!std::isfinite(m.t())) return "'t' is not a finite number";
   r.t = m.t();
@@ -97,10 +101,19 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
     err = toDirLinks(m.path_addrs(), [&](const std::string& s) { return resolver.portByAddr(s); },
                      topo, r.src, r.dst, r.path_partial, r.path);
   }
-  if (!err.empty()) return "path: " + err;
+  // A path that does not map onto the topology (a hop answering from an
+  // address the file does not list) costs the path, never the counts.
+  if (!err.empty()) {
+    r.path.clear();
+    r.path_partial = false;
+    warning = "path ignored, record kept without it: " + err;
+  }
   err = toDirLinks(m.reply_path(), [&](const std::string& s) { return resolver.port(s); }, topo,
                    r.dst, r.src, false, r.reply_path);
-  if (!err.empty()) return "reply_path: " + err;
+  if (!err.empty()) {
+    r.reply_path.clear();
+    warning += (warning.empty() ? "" : "; ") + std::string("reply_path ignored: ") + err;
+  }
   return {};
 }
 
@@ -139,9 +152,11 @@ std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolve
   std::vector<std::string> errors;
   telemetry::ProbeRecord probe;
   for (int i = 0; i < batch.probes_size(); ++i) {
-    std::string err = probeError(batch.probes(i), resolver, probe);
+    std::string warning;
+    std::string err = probeError(batch.probes(i), resolver, probe, warning);
     if (err.empty()) sink.onProbe(probe);
     else errors.push_back("probes[" + std::to_string(i) + "]: " + err);
+    if (!warning.empty()) errors.push_back("probes[" + std::to_string(i) + "]: " + warning);
   }
   telemetry::PortRecord port;
   for (int i = 0; i < batch.ports_size(); ++i) {

@@ -32,7 +32,8 @@ class Resolver {
 };
 
 // Hands every valid record of `batch` to `sink`; returns one message per
-// rejected record ("probes[3]: unknown port \"x:y\"").
+// rejected record ("probes[3]: unknown port \"x:y\"") and per record kept
+// without a path that does not map onto the topology.
 std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
                                  telemetry::RecordSink& sink);
 

@@ -1,0 +1,155 @@
+// Wire <-> record conversion: what simulated agents send comes back as the
+// same record; bad records are rejected by name; a path that does not map
+// onto the topology costs the path, never the counts.
+
+#include "proto/convert.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/ecmp.h"
+#include "topology/generators.h"
+
+namespace netdiag::proto {
+namespace {
+
+using topology::DirLinkId;
+
+struct Collect : telemetry::RecordSink {
+  std::vector<telemetry::ProbeRecord> probes;
+  std::vector<telemetry::PortRecord> ports;
+  std::vector<telemetry::LldpRecord> lldp;
+  void onProbe(const telemetry::ProbeRecord& r) override { probes.push_back(r); }
+  void onPort(const telemetry::PortRecord& r) override { ports.push_back(r); }
+  void onLldp(const telemetry::LldpRecord& r) override { lldp.push_back(r); }
+};
+
+class ConvertTest : public ::testing::Test {
+ protected:
+  ConvertTest() : topo_(topology::generateLeafSpine({})), resolver_(topo_) {}
+
+  telemetry::ProbeRecord probeAlongFirstPath(const char* from, const char* to) {
+    telemetry::ProbeRecord r;
+    r.t = 100;
+    EXPECT_TRUE(topo_.findPort(from) && topo_.findPort(to)) << from << " " << to;
+    r.src = topo_.findPort(from).value_or(0);
+    r.dst = topo_.findPort(to).value_or(1);
+    r.flow = 40001;
+    r.sent = 20;
+    r.lost = 3;
+    r.lost_fwd = 2;
+    r.lost_rev = 1;
+    r.rtt_us_p50 = 12.5;
+    r.rtt_us_p99 = 40;
+    topology::Router router(topo_);
+    auto set = router.paths(r.src, r.dst);
+    EXPECT_FALSE(set.empty()) << set.error();
+    auto cursor = set.cursor();
+    EXPECT_TRUE(cursor.next(r.path));
+    return r;
+  }
+
+  topology::Topology topo_;
+  Resolver resolver_;
+};
+
+TEST_F(ConvertTest, ProbeRoundTripsThroughTheWire) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  v1::Batch batch;
+  toWire(topo_, r, *batch.add_probes());
+  Collect out;
+  EXPECT_TRUE(deliver(batch, resolver_, out).empty());
+  ASSERT_EQ(out.probes.size(), 1u);
+  const auto& got = out.probes[0];
+  EXPECT_EQ(got.src, r.src);
+  EXPECT_EQ(got.dst, r.dst);
+  EXPECT_EQ(got.sent, 20u);
+  EXPECT_EQ(got.lost, 3u);
+  EXPECT_EQ(got.lost_fwd, 2u);
+  EXPECT_EQ(got.lost_rev, 1u);
+  EXPECT_DOUBLE_EQ(got.rtt_us_p50, 12.5);
+  EXPECT_EQ(got.path, r.path);
+}
+
+TEST_F(ConvertTest, PathAddressesMapToIngressPorts) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  v1::Batch batch;
+  v1::Probe* p = batch.add_probes();
+  toWire(topo_, r, *p);
+  p->clear_path();
+  for (DirLinkId d : r.path) {
+    const std::string& addr = topo_.port(topo_.dirDstPort(d)).addr;
+    ASSERT_FALSE(addr.empty());
+    p->add_path_addrs(addr.substr(0, addr.find('/')));
+  }
+  Collect out;
+  EXPECT_TRUE(deliver(batch, resolver_, out).empty());
+  ASSERT_EQ(out.probes.size(), 1u);
+  EXPECT_EQ(out.probes[0].path, r.path);
+}
+
+TEST_F(ConvertTest, AnUnmappablePathIsDroppedButTheCountsAreKept) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  v1::Batch batch;
+  v1::Probe* p = batch.add_probes();
+  toWire(topo_, r, *p);
+  p->clear_path();
+  p->add_path_addrs("192.0.2.77");  // answers from an address the topology lacks
+  Collect out;
+  auto errors = deliver(batch, resolver_, out);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("probes[0]: path ignored"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("192.0.2.77"), std::string::npos) << errors[0];
+  ASSERT_EQ(out.probes.size(), 1u);
+  EXPECT_TRUE(out.probes[0].path.empty());
+  EXPECT_EQ(out.probes[0].lost, 3u);
+}
+
+TEST_F(ConvertTest, BadRecordsAreRejectedByNameAndTheRestDelivered) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  v1::Batch batch;
+  toWire(topo_, r, *batch.add_probes());
+  v1::Probe* unknown = batch.add_probes();
+  toWire(topo_, r, *unknown);
+  unknown->set_dst("nosuch:eth0");
+  v1::Probe* too_many = batch.add_probes();
+  toWire(topo_, r, *too_many);
+  too_many->set_lost(21);
+  v1::Probe* split = batch.add_probes();
+  toWire(topo_, r, *split);
+  split->set_lost_fwd(3);
+  v1::PortCounters* port = batch.add_ports();
+  port->set_t(std::nan(""));
+  port->set_port("leaf1:swp1");
+  v1::LldpNeighbor* lldp = batch.add_lldp();
+  lldp->set_t(1);
+  lldp->set_port("leaf1:swp1");
+  lldp->set_neighbor("host1:eth0");
+  Collect out;
+  auto errors = deliver(batch, resolver_, out);
+  ASSERT_EQ(errors.size(), 4u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], "probes[1]: unknown dst port \"nosuch:eth0\"");
+  EXPECT_EQ(errors[1], "probes[2]: 'lost' > 'sent'");
+  EXPECT_EQ(errors[2], "probes[3]: 'lost_fwd' + 'lost_rev' != 'lost'");
+  EXPECT_EQ(errors[3], "ports[0]: 't' is not a finite number");
+  EXPECT_EQ(out.probes.size(), 1u);
+  EXPECT_EQ(out.lldp.size(), 1u);
+}
+
+TEST_F(ConvertTest, AgentPlanHasTheNodesFlowsAndPorts) {
+  planner::Plan plan = planner::makePlan(topo_, {}, {}, 1);
+  auto node = *topo_.findNode("host3");
+  v1::AgentPlan ap = agentPlan(topo_, plan, node, 7601, 26);
+  EXPECT_EQ(ap.responder_port(), 7601u);
+  EXPECT_EQ(ap.dscp(), 26u);
+  ASSERT_GT(ap.flows_size(), 0);
+  for (const auto& f : ap.flows()) {
+    EXPECT_EQ(f.src(), "host3:eth0");
+    EXPECT_FALSE(f.dst_addr().empty());
+    EXPECT_EQ(f.dst_addr().find('/'), std::string::npos);
+  }
+  ASSERT_EQ(ap.monitored_ports_size(), 1);
+  EXPECT_EQ(ap.monitored_ports(0), "host3:eth0");
+}
+
+}  // namespace
+}  // namespace netdiag::proto
