@@ -6,6 +6,7 @@
 //
 //   accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods netdiag,007,boolean,netbouncer]
 //            [--threads N] [--json FILE] [--one-way SHARE] [--path-unknown SHARE]
+//            [--runs FILE]   (one JSON line per run: misses, false positives, times)
 
 #include <atomic>
 #include <chrono>
@@ -112,18 +113,34 @@ int main(int argc, char** argv) {
   int seeds = 3;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string kinds_arg, fabrics_arg = "leaf-spine,fat-tree,rail", methods_arg = "netdiag";
-  std::string json_out;
+  std::string json_out, runs_out;
   std::string dir = NETDIAG_SOURCE_DIR "/sim/scenarios";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  const char* usage =
+      "usage: accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods a,b] [--threads N]\n"
+      "                [--json FILE] [--runs FILE] [--one-way SHARE] [--path-unknown SHARE]\n";
+  for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "accuracy: %s needs a value\n%s", a.c_str(), usage);
+      return 2;
+    }
     if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
-    if (a == "--kinds") kinds_arg = argv[i + 1];
-    if (a == "--fabrics") fabrics_arg = argv[i + 1];
-    if (a == "--methods") methods_arg = argv[i + 1];
-    if (a == "--threads") threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    if (a == "--json") json_out = argv[i + 1];
-    if (a == "--one-way") g_one_way = std::atof(argv[i + 1]);
-    if (a == "--path-unknown") g_path_unknown = std::atof(argv[i + 1]);
+    else if (a == "--kinds") kinds_arg = argv[i + 1];
+    else if (a == "--fabrics") fabrics_arg = argv[i + 1];
+    else if (a == "--methods") methods_arg = argv[i + 1];
+    else if (a == "--threads") threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (a == "--json") json_out = argv[i + 1];
+    else if (a == "--runs") runs_out = argv[i + 1];
+    else if (a == "--one-way") g_one_way = std::atof(argv[i + 1]);
+    else if (a == "--path-unknown") g_path_unknown = std::atof(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
+      return 2;
+    }
+  }
+  if (seeds < 1 || threads < 1) {
+    std::fprintf(stderr, "accuracy: --seeds and --threads must be >= 1\n%s", usage);
+    return 2;
   }
   std::vector<std::string> kinds = split(kinds_arg);
   if (kinds.empty()) {
@@ -160,6 +177,25 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& t : pool) t.join();
+  if (!runs_out.empty()) {
+    std::ofstream f(runs_out);
+    for (const Run& r : runs) {
+      nlohmann::json misses = nlohmann::json::array(), fps = nlohmann::json::array();
+      nlohmann::json ttl = nlohmann::json::array();
+      for (const auto& it : r.score.items) {
+        if (!it.found) misses.push_back(it.target);
+        if (it.time_to_localize) ttl.push_back(*it.time_to_localize);
+      }
+      for (const auto& fp : r.score.false_positives) {
+        fps.push_back({{"kind", fp.kind}, {"target", fp.target}, {"at", fp.localized_at},
+                       {"reason", fp.reason}});
+      }
+      f << nlohmann::json{{"kind", r.kind}, {"fabric", r.fabric}, {"seed", r.seed},
+                          {"method", r.method}, {"misses", misses}, {"false_positives", fps},
+                          {"time_to_localize", ttl}}.dump()
+        << '\n';
+    }
+  }
 
   // One row per (kind, method): all fabrics and seeds pooled.
   struct Agg {
