@@ -56,7 +56,6 @@ FAB_LINKS=()          # "A:p B:q addrA addrB", one per link
 declare -gA FAB_PEER  # "A:p" -> "B:q" as cabled now (swaps update it)
 declare -gA FAB_ADDR  # "A:p" -> its address (stays with the port)
 declare -gA FAB_PANEL # "A:p" -> the panel end its cable plugs it into (l<k>a / l<k>b)
-FAB_NAMESPACES=()     # every namespace fabric_create made, for teardown
 
 fabric_log() { printf '[fabric %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 fabric_err() { printf '[fabric] error: %s\n' "$*" >&2; return 1; }
@@ -74,7 +73,6 @@ fabric_load() {
   local file=$1 section="" line n=0 name role a b aa ab
   [[ -r $file ]] || { fabric_err "cannot read topology $file"; return 1; }
   FAB_NODES=(); FAB_LINKS=(); FAB_ROLE=(); FAB_IDX=(); FAB_PEER=(); FAB_ADDR=(); FAB_PANEL=()
-  FABRIC_TOPOLOGY=$file
   while IFS= read -r line || [[ -n $line ]]; do
     n=$((n + 1))
     line=${line%%#*}
@@ -167,7 +165,6 @@ fabric_create() {
   done
   # Management network first: nd-mgmt with a bridge.
   ip netns add "$FABRIC_MGMT_NS" || return 1
-  FAB_NAMESPACES+=("$FABRIC_MGMT_NS")
   ip -n "$FABRIC_MGMT_NS" link set lo up
   ip -n "$FABRIC_MGMT_NS" link add name br0 type bridge || return 1
   ip -n "$FABRIC_MGMT_NS" addr add "$(fabric_mgmt_server_addr)/24" dev br0
@@ -175,7 +172,6 @@ fabric_create() {
   for n in "${FAB_NODES[@]}"; do
     ns=$(fabric_ns "$n")
     ip netns add "$ns" || return 1
-    FAB_NAMESPACES+=("$ns")
     ip -n "$ns" link set lo up
     if [[ ${FAB_ROLE[$n]} == host ]]; then _fabric_host_sysctls "$n" || return 1
     else _fabric_router_sysctls "$n" || return 1; fi
@@ -186,7 +182,6 @@ fabric_create() {
   done
   # The fabric's links: port <-> panel end, a bridge per cable, panel end <-> port.
   ip netns add "$FABRIC_PATCH_NS" || return 1
-  FAB_NAMESPACES+=("$FABRIC_PATCH_NS")
   local k=0 end
   for link in "${FAB_LINKS[@]}"; do
     read -r a b _ _ <<<"$link"
@@ -447,7 +442,7 @@ fabric_swap_cables() {
 # management and patch ones and nd-<node> of every loaded node (fabric_create refuses to
 # run over existing ones, so these are ours).
 fabric_teardown() {
-  local ns n pids tries
+  local ns n pids
   local -a all=()
   for ns in $(fabric_namespaces); do
     [[ -e /run/netns/$ns ]] && all+=("$ns")
@@ -457,7 +452,7 @@ fabric_teardown() {
     pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
     [[ -n ${pids// /} ]] && kill -TERM $pids 2>/dev/null
   done
-  for tries in $(seq 1 30); do
+  for _ in $(seq 1 30); do
     pids=""
     for ns in "${all[@]}"; do pids+=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' '); done
     [[ -z ${pids// /} ]] && break
@@ -465,6 +460,5 @@ fabric_teardown() {
   done
   if [[ -n ${pids// /} ]]; then kill -KILL $pids 2>/dev/null; sleep 0.2; fi
   for ns in "${all[@]}"; do ip netns del "$ns" 2>/dev/null; done
-  FAB_NAMESPACES=()
   fabric_log "teardown: killed every process in and deleted ${#all[@]} namespaces"
 }
