@@ -48,7 +48,8 @@ void printErrors(const std::vector<topology::Diagnostic>& errors) {
 
 // Streams the run to the analyzer at o.live over synthetic agents; with an
 // explicit -o FILE the log is written too. Returns an error message.
-std::string runLive(const SimulateOptions& o, const topology::Topology& topo, sim::Simulator& sim) {
+std::string runLive(const SimulateOptions& o, const topology::Topology& topo, sim::Simulator& sim,
+                    double& time_shift) {
   server::SimAgentsOptions so;
   so.analyzer = o.live;
   so.agents = o.agents;
@@ -78,6 +79,7 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   }
   if (!err.empty()) return err;
   if (!agents.finish(o.live_timeout_s, &err)) return err;
+  time_shift = agents.stats().time_shift;
   if (!o.quiet) {
     server::SimAgentsStats s = agents.stats();
     std::cerr << "delivered " << withCommas(s.records) << " records in " << withCommas(s.batches)
@@ -144,8 +146,9 @@ int runSimulate(const SimulateOptions& o) {
   // last, atomically.
   auto t0 = std::chrono::steady_clock::now();
   std::string err;
+  double time_shift = 0;  // live: the truth moves onto the wall clock with the telemetry
   if (!o.live.empty()) {
-    err = runLive(o, *topo, *sim);
+    err = runLive(o, *topo, *sim, time_shift);
   } else {
     err = writeFileAtomically(o.output, [&](std::ostream& out) {
       telemetry::JsonlWriter writer(*topo, out);
@@ -160,7 +163,16 @@ int runSimulate(const SimulateOptions& o) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.truth.empty()) {
     err = writeFileAtomically(o.truth, [&](std::ostream& out) {
-      out << truthToJson(sim->truth()) << '\n';
+      Truth truth = sim->truth();
+      truth.start += time_shift;
+      truth.end += time_shift;
+      for (auto* items : {&truth.faults, &truth.traps}) {
+        for (TruthItem& item : *items) {
+          item.onset += time_shift;
+          if (item.end) *item.end += time_shift;
+        }
+      }
+      out << truthToJson(truth) << '\n';
     });
     if (!err.empty()) {
       std::cerr << "netdiag simulate: " << err << '\n';
@@ -194,7 +206,8 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
                   "e.g. fat-tree:k=8 or rail:sus=4,hosts_per_su=32");
   sim->add_option("-o,--output", o->output, "Telemetry log (JSON Lines); '-' for stdout")
       ->capture_default_str();
-  sim->add_option("--truth", o->truth, "Write the ground truth (JSON) here");
+  sim->add_option("--truth", o->truth,
+                  "Write the ground truth (JSON) here (with --live, on the same shifted clock)");
   sim->add_option("--seed", o->seed, "Seed of every random draw but the ECMP hash")
       ->capture_default_str();
   sim->add_option("--ecmp-seed", o->ecmp_seed,
