@@ -148,7 +148,7 @@ std::string lldpError(const v1::LldpNeighbor& m, const Resolver& resolver, telem
 }  // namespace
 
 std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
-                                 telemetry::RecordSink& sink) {
+                                 telemetry::RecordSink& sink, std::vector<std::string>* warnings) {
   std::vector<std::string> errors;
   telemetry::ProbeRecord probe;
   for (int i = 0; i < batch.probes_size(); ++i) {
@@ -156,7 +156,9 @@ std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolve
     std::string err = probeError(batch.probes(i), resolver, probe, warning);
     if (err.empty()) sink.onProbe(probe);
     else errors.push_back("probes[" + std::to_string(i) + "]: " + err);
-    if (!warning.empty()) errors.push_back("probes[" + std::to_string(i) + "]: " + warning);
+    if (!warning.empty() && warnings) {
+      warnings->push_back("probes[" + std::to_string(i) + "]: " + warning);
+    }
   }
   telemetry::PortRecord port;
   for (int i = 0; i < batch.ports_size(); ++i) {

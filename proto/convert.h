@@ -32,10 +32,12 @@ class Resolver {
 };
 
 // Hands every valid record of `batch` to `sink`; returns one message per
-// rejected record ("probes[3]: unknown port \"x:y\"") and per record kept
-// without a path that does not map onto the topology.
+// rejected record ("probes[3]: unknown port \"x:y\""). A record whose path
+// does not map onto the topology is kept without it, with a message in
+// *warnings when given.
 std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
-                                 telemetry::RecordSink& sink);
+                                 telemetry::RecordSink& sink,
+                                 std::vector<std::string>* warnings = nullptr);
 
 // Record -> wire (simulated agents); names come from the topology.
 void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out);

@@ -42,6 +42,11 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
       if (r.errors.size() > kLoggedErrorsPerBatch) msg += "; ...";
       log_(msg);
     }
+    if (!r.warnings.empty() && log_) {
+      log_("agent \"" + batch.agent() + "\" (" + peer + ") batch " + std::to_string(batch.epoch()) +
+           "/" + std::to_string(batch.seq()) + ": " + std::to_string(r.warnings.size()) +
+           " record(s) kept without their path, first: " + r.warnings[0]);
+    }
     if (batch.agent().empty()) continue;  // nothing to acknowledge it against
     v1::Ack ack;
     ack.set_epoch(batch.epoch());

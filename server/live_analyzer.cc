@@ -216,7 +216,7 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   for (int i = 0; i < batch.ports_size(); ++i) ahead(batch.ports(i).t(), "ports", i);
   for (int i = 0; i < batch.lldp_size(); ++i) ahead(batch.lldp(i).t(), "lldp", i);
   BufferSink buffer;
-  result.errors = proto::deliver(batch, m.resolver, buffer);
+  result.errors = proto::deliver(batch, m.resolver, buffer, &result.warnings);
   if (!future.empty()) {
     auto late = [&](const auto& r) { return r.t > limit; };
     std::erase_if(buffer.probes, late);
