@@ -30,6 +30,9 @@ constexpr double kOpenLlr = 8;
 constexpr size_t kShortBuckets = 6;  // the fast horizon, in buckets
 constexpr int kMinLossySegments = 3;
 constexpr int kMaxExplanations = 64;
+// The backward check costs one explaining-away per pair of accepted
+// hypotheses; beyond this many (a fabric-wide event) it is skipped.
+constexpr size_t kMaxBackwardChecks = 16;
 // A host is "unreachable" only when most probes to it die; a few extra
 // losses on its flows are a link's business.
 constexpr double kMinHostLoss = 0.2;
@@ -309,6 +312,16 @@ struct Engine::Impl {
       discount(i, 1.0);
       if (owner) owner->accepted = false;
     }
+    const auto link_c0 = link_c;
+    const auto node_c0 = node_c;
+    const auto unexplained0 = unexplained;
+    auto explain = [&](const Key& key, const Candidate& c) {
+      if (key.kind == Key::kLink) {
+        explainBy(key.id, std::max(c.loss, 1e-9), link_segs, discount);
+      } else {
+        for (uint32_t i : node_segs[key.id]) discount(i, 1.0);
+      }
+    };
     for (int round = 0; round < kMaxExplanations; ++round) {
       Key best{Key::kLink, kNone};
       Candidate* bc = nullptr;
@@ -327,11 +340,40 @@ struct Engine::Impl {
       if (!bc || bc->llr < kOpenLlr) break;
       bc->accepted = true;
       accepted.emplace_back(best, *bc);
-      if (best.kind == Key::kLink) {
-        explainBy(best.id, std::max(bc->loss, 1e-9), link_segs, discount);
-      } else {
-        for (uint32_t i : node_segs[best.id]) discount(i, 1.0);
+      explain(best, *bc);
+    }
+
+    // Greedy order can accept first a hypothesis whose evidence a later one
+    // explains better: an access link sees every flow of its host for
+    // certain, so a fabric link's partial blackhole first looks like the
+    // access link of the host with the most blackholed flows. Each accepted
+    // hypothesis must therefore still be significant given all the others
+    // (a backward check, as in stepwise regression); those that are not are
+    // dropped, earliest first.
+    if (accepted.size() > 1 && accepted.size() <= kMaxBackwardChecks) {
+      auto link_g = std::move(link_c);
+      auto node_g = std::move(node_c);
+      auto unexplained_g = std::move(unexplained);
+      std::vector<bool> dropped(accepted.size(), false);
+      for (size_t j = 0; j < accepted.size(); ++j) {
+        link_c = link_c0, node_c = node_c0, unexplained = unexplained0;
+        for (size_t i = 0; i < accepted.size(); ++i) {
+          if (i == j || dropped[i]) continue;
+          auto& pool = accepted[i].first.kind == Key::kLink ? link_c : node_c;
+          pool[accepted[i].first.id].accepted = true;
+          explain(accepted[i].first, accepted[i].second);
+        }
+        const auto& pool = accepted[j].first.kind == Key::kLink ? link_c : node_c;
+        const Candidate& rest = pool.at(accepted[j].first.id);
+        const double min_loss = accepted[j].first.kind == Key::kLink ? cfg.min_loss : kMinHostLoss;
+        dropped[j] = rest.llr < kOpenLlr || rest.loss < min_loss;
       }
+      link_c = std::move(link_g), node_c = std::move(node_g), unexplained = std::move(unexplained_g);
+      size_t kept = 0;
+      for (size_t j = 0; j < accepted.size(); ++j) {
+        if (!dropped[j]) accepted[kept++] = accepted[j];
+      }
+      accepted.resize(kept);
     }
 
     // Posterior: one fault among M hypotheses a priori, against the
