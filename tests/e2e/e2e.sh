@@ -13,8 +13,8 @@
 #      other leaves meanwhile: evidence ages out over the engine's horizon);
 #   2. leaf1:swp4 down: a link_down incident on it, no new incident on any
 #      other link (those traffic moved to); back up, it resolves;
-#   3. the cables of leaf1 and leaf2 swapped at spine0 (spine0:swp2 and
-#      spine0:swp3 trade them): a miscabling incident naming their ports;
+#   3. the cables of leaf1 and leaf2 swapped at spine1 (spine1:swp2 and
+#      spine1:swp3 trade them): a miscabling incident naming their ports;
 #   4. while still swapped, the analyzer is killed (SIGKILL) for 60 s and
 #      restarted: every incident kept (SQLite), the open miscabling
 #      incidents still open under the same ids, nothing the agents produced
@@ -220,9 +220,10 @@ e2e_result "link up resolved" "the link_down incident resolves once the link is 
 
 # --- 3. two cables swapped ----------------------------------------------------------
 
-# leaf1's and leaf2's cables trade ports on spine0: each leaf keeps its
-# other uplink meanwhile, and the loss link (leaf0) is left alone.
-SWAP_X=spine0:swp2; SWAP_Y=spine0:swp3
+# leaf1's and leaf2's cables trade ports on spine1: each leaf keeps its
+# other uplink meanwhile, and no path through the loss link (leaf0 ->
+# spine0) sees the re-plug's transient loss, so its incident can resolve.
+SWAP_X=spine1:swp2; SWAP_Y=spine1:swp3
 SWAP_PORTS="$SWAP_X $SWAP_Y ${FAB_PEER[$SWAP_X]} ${FAB_PEER[$SWAP_Y]}"
 fabric_swap_cables "$SWAP_X" "$SWAP_Y"
 t=$SECONDS; found=""; mis=""
