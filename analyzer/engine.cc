@@ -54,6 +54,10 @@ struct Tracked {
   int strong_passes = 0;  // consecutive passes at paging strength
   double last_bad = 0;
   bool open = true;
+  // Restored from an earlier run: its evidence died with that process, so
+  // its resolve clock starts at the first pass after the restart, not at
+  // its last bad pass before it (a restart is not a repair).
+  bool restored = false;
 };
 
 }  // namespace
@@ -708,6 +712,10 @@ struct Engine::Impl {
   // unlocalized suspects that faded are closed the same way.
   void expire(double now, const std::set<Key>& seen) {
     for (auto& [key, t] : tracked) {
+      if (t.restored) {
+        t.restored = false;
+        if (!seen.contains(key)) t.last_bad = now;
+      }
       if (!t.open || seen.contains(key)) continue;
       t.strong_passes = 0;
       if (now - t.last_bad >= cfg.resolve_after_s) {
@@ -735,6 +743,7 @@ struct Engine::Impl {
       Tracked t;
       t.incident = i;
       t.last_bad = i.localized_at.value_or(i.opened_at);
+      t.restored = true;
       tracked.emplace(key, t);
     }
   }

@@ -442,6 +442,43 @@ TEST(EngineRules, IncidentLocalizesThenResolvesWithoutFlapping) {
   EXPECT_TRUE(was_resolved);
 }
 
+// A restarted analyzer keeps its open incidents under their ids: the fault
+// still present is found again by the same incident, and one that ended
+// while the analyzer was down resolves a full resolve_after after the first
+// pass of the new run, not at once (its evidence died with the old process).
+TEST(EngineRules, RestoredIncidentsContinueAcrossARestart) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("spine1:swp4->leaf4:swp3");
+  s.at = [&](double, Mesh& m) { m.loss[bad] = 0.02; };
+  Engine first(f.t);
+  feed(first, s.build(120));
+  Report before = first.report();
+  ASSERT_EQ(before.incidents.size(), 1u) << describe(f.t, before);
+  ASSERT_TRUE(before.incidents[0].localized_at);
+  const std::string id = before.incidents[0].id;
+
+  // Down from 120 s to 400 s; the fault persists.
+  Engine still(f.t);
+  still.restore(before.incidents);
+  feed(still, s.build(600, 400));
+  Report r = still.report();
+  ASSERT_EQ(r.incidents.size(), 1u) << describe(f.t, r);
+  EXPECT_EQ(r.incidents[0].id, id);
+  EXPECT_FALSE(r.incidents[0].resolved_at) << describe(f.t, r);
+
+  // Down from 120 s to 400 s; the fault ended meanwhile.
+  Script clean(f);
+  Engine repaired(f.t);
+  repaired.restore(before.incidents);
+  feed(repaired, clean.build(600, 400));
+  Report q = repaired.report();
+  ASSERT_EQ(q.incidents.size(), 1u) << describe(f.t, q);
+  EXPECT_EQ(q.incidents[0].id, id);
+  ASSERT_TRUE(q.incidents[0].resolved_at) << describe(f.t, q);
+  EXPECT_GE(*q.incidents[0].resolved_at, 400 + 60);
+}
+
 TEST(EngineRules, ConfidenceIsAProbabilityAndJsonHasTheContractFields) {
   Fabric f;
   Script s(f);
