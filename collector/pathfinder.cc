@@ -60,6 +60,12 @@ int openFlowSocket(const FlowTuple& t, std::string* error) {
     return fail("SO_TIMESTAMPNS", fd);
   }
   if (setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one) != 0) return fail("IP_RECVERR", fd);
+  // The plan reuses source ports across peers (flow i of every peer is port
+  // first + i): the 5-tuples differ by destination, and once connected the
+  // kernel hands each socket only its own peer's datagrams and ICMP errors.
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    return fail("SO_REUSEADDR", fd);
+  }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) return fail("bind", fd);
   // Connected: the kernel keeps only the responder's datagrams for us and
   // the 5-tuple is fixed.

@@ -36,9 +36,10 @@ struct FlowTuple {
   uint8_t dscp = 0;
 };
 
-// A non-blocking UDP socket bound to (src_addr, source_port) with the DSCP
-// set, kernel receive timestamps (SO_TIMESTAMPNS) and IP_RECVERR. -1 and
-// *error on failure.
+// A non-blocking UDP socket bound to (src_addr, source_port) and connected
+// to the destination, with the DSCP set, kernel receive timestamps
+// (SO_TIMESTAMPNS) and IP_RECVERR; flows to different peers may share a
+// source port. -1 and *error on failure.
 int openFlowSocket(const FlowTuple& tuple, std::string* error);
 
 // Fills `out` from a dotted IPv4 address and port; false if not one.

@@ -54,6 +54,32 @@ TEST(Pathfinder, PortUnreachableFromTheDestinationCompletesThePath) {
   EXPECT_TRUE(r->complete);
 }
 
+// The planner gives flow i of every peer the same source port; each flow's
+// socket must still open and hear only its own peer.
+TEST(Pathfinder, FlowsToDifferentPeersShareASourcePort) {
+  std::string err;
+  ResponderOptions ro;
+  ro.port = 0;
+  ro.address = "127.0.0.2";
+  auto a = Responder::start(ro, &err);
+  ASSERT_NE(a, nullptr) << err;
+  ro.address = "127.0.0.3";
+  auto b = Responder::start(ro, &err);
+  ASSERT_NE(b, nullptr) << err;
+  const uint16_t sport = freePort();
+  auto ra = tracePath({"127.0.0.1", sport, "127.0.0.2", a->port(), 0}, {}, &err);
+  ASSERT_TRUE(ra) << err;
+  int fa = openFlowSocket({"127.0.0.1", sport, "127.0.0.2", a->port(), 0}, &err);
+  ASSERT_GE(fa, 0) << err;
+  int fb = openFlowSocket({"127.0.0.1", sport, "127.0.0.3", b->port(), 0}, &err);
+  EXPECT_GE(fb, 0) << err;
+  auto rb = tracePath({"127.0.0.1", sport, "127.0.0.3", b->port(), 0}, {}, &err);
+  ASSERT_TRUE(rb) << err;
+  EXPECT_EQ(rb->hops, std::vector<std::string>{"127.0.0.3"});
+  ::close(fa);
+  if (fb >= 0) ::close(fb);
+}
+
 TEST(Pathfinder, ReportsABadTuple) {
   std::string err;
   EXPECT_FALSE(tracePath({"127.0.0.1", freePort(), "nowhere", 7, 0}, {}, &err));
