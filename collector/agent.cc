@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -58,6 +59,7 @@ struct ProbeTotals {
 struct Agent::Impl {
   AgentConfig cfg;
   AgentLog log;
+  std::optional<bool> uplink_up;  // last state logged; unset until the first check
 
   std::unique_ptr<Spool> spool;
   std::unique_ptr<Uplink> uplink;
@@ -169,6 +171,17 @@ struct Agent::Impl {
     m_spool_dropped.set(static_cast<double>(spool->dropped()));
     const UplinkStats u = uplink->stats();
     g_connected->Set(u.connected ? 1 : 0);
+    // Say so when the analyzer goes away or comes back; batches spool meanwhile.
+    if (!uplink_up || *uplink_up != u.connected) {
+      if (u.connected) {
+        log("uplink to " + cfg.analyzer + " connected");
+      } else if (uplink_up) {
+        const std::string why = uplink->lastError();
+        log("uplink to " + cfg.analyzer + " lost" + (why.empty() ? "" : ": " + why) +
+            "; spooling (" + std::to_string(spool->batches()) + " batches held)");
+      }
+      uplink_up = u.connected;
+    }
     m_up_sent.set(static_cast<double>(u.sent));
     m_up_acked.set(static_cast<double>(u.acked));
     m_up_reconnects.set(static_cast<double>(u.reconnects));
