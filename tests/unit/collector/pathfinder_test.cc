@@ -13,21 +13,12 @@
 #include <gtest/gtest.h>
 
 #include "collector/responder.h"
+#include "tests/unit/collector/free_port.h"
 
 namespace netdiag::collector {
 namespace {
 
-uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
+using testing::freePort;
 
 TEST(Pathfinder, LoopbackResponderIsAOneHopPath) {
   ResponderOptions ro;

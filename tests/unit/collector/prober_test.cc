@@ -16,22 +16,12 @@
 #include <thread>
 
 #include "collector/responder.h"
+#include "tests/unit/collector/free_port.h"
 
 namespace netdiag::collector {
 namespace {
 
-// A UDP port free on 127.0.0.1 right now.
-uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
+using testing::freePort;
 
 v1::ProbeFlow flowTo(const std::string& dst_addr, uint16_t sport) {
   v1::ProbeFlow f;
