@@ -41,12 +41,17 @@ std::string toDirLinks(const google::protobuf::RepeatedPtrField<std::string>& ho
   topology::NodeId at = topo.port(from).node;
   for (int i = 0; i < hops.size(); ++i) {
     PortId in = lookup(hops[i]);
-    std::string where = "hop " + std::to_string(i) + " " + quoted(hops[i]);
-    if (in == kNone) return where + " is not a port of the topology";
+    // Built only for a message: this runs for every hop of every record.
+    auto where = [&] { return "hop " + std::to_string(i) + " " + quoted(hops[i]); };
+    if (in == kNone) return where() + " is not a port of the topology";
     DirLinkId d = topo.ingressOf(in);
-    if (d == kNone) return where + " has no link";
-    if (topo.dirSrcNode(d) != at) return where + " is not one hop from " + quoted(topo.node(at).name);
-    if (i == 0 && topo.dirSrcPort(d) != from) return where + " is not reached from " + quoted(topo.portRef(from));
+    if (d == kNone) return where() + " has no link";
+    if (topo.dirSrcNode(d) != at) {
+      return where() + " is not one hop from " + quoted(topo.node(at).name);
+    }
+    if (i == 0 && topo.dirSrcPort(d) != from) {
+      return where() + " is not reached from " + quoted(topo.portRef(from));
+    }
     out.push_back(d);
     at = topo.port(in).node;
   }
