@@ -72,7 +72,16 @@ struct Engine::Impl {
   EcmpShares shares;
   BucketedTallies links;      // per directed link: certain-path probes / losses
   BucketedTallies to_node;    // per node: probes sent to it / lost
-  BucketedTallies from_port;  // per source host port: all its probes (background)
+  // Per host port (background), three keys from its slot i: 3i all probes it
+  // sent and their losses, 3i+1 one-way records' probes and forward losses,
+  // 3i+2 their probes that arrived and reverse losses. Adjacent keys share a
+  // cache line. Probes sent from a switch port count for nothing here.
+  std::vector<uint32_t> host_slot;  // per port: its slot, or kNone
+  BucketedTallies from_port;
+  // Per directed link: the probes of round-trip segments among `links`
+  // (records without one-way counts), whose background is a whole round
+  // trip's. Made on the first such record.
+  std::unique_ptr<BucketedTallies> links_rt;
   PortCounters counters;
   LossyStore lossy;
   LatencyEvidence latency;
@@ -96,12 +105,23 @@ struct Engine::Impl {
         shares(t),
         links(t.dirLinkCount(), buckets, c.bucket_s),
         to_node(t.nodeCount(), buckets, c.bucket_s),
-        from_port(t.portCount(), buckets, c.bucket_s),
+        host_slot(hostSlots(t)),
+        from_port(3 * static_cast<size_t>(std::ranges::count_if(host_slot, [](uint32_t s) { return s != kNone; })),
+                  buckets, c.bucket_s),
         counters(t.portCount(), buckets, c.bucket_s),
         latency(t.dirLinkCount(), buckets, c.bucket_s),
         lldp_neighbor(t.portCount()),
         lldp_mismatch(t.portCount(), false) {
     if (c.expected_flows > 0) flows.reserve(c.expected_flows);
+  }
+
+  static std::vector<uint32_t> hostSlots(const Topology& t) {
+    std::vector<uint32_t> slot(t.portCount(), kNone);
+    uint32_t next = 0;
+    for (PortId p = 0; p < t.portCount(); ++p) {
+      if (t.node(t.port(p).node).isHost()) slot[p] = next++;
+    }
+    return slot;
   }
 
   // ---- ingest --------------------------------------------------------------
@@ -135,7 +155,18 @@ struct Engine::Impl {
                   NodeId dst, bool forward, Middle m0, Middle m1 = {}) {
     if (n == 0) return;
     for (DirLinkId d : seg) links.add(d, t, n, k);
-    if (k > 0) lossy.add(t, n, k, seg, dst, forward, m0, m1);
+    if (k > 0) lossy.add(t, n, k, seg, dst, forward, m0, m1, false);
+  }
+
+  void addRoundTrip(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,
+                    NodeId dst, Middle m0, Middle m1) {
+    if (n == 0) return;
+    if (!links_rt) links_rt = std::make_unique<BucketedTallies>(topo.dirLinkCount(), buckets, cfg.bucket_s);
+    for (DirLinkId d : seg) {
+      links.add(d, t, n, k);
+      links_rt->add(d, t, n, 0);
+    }
+    if (k > 0) lossy.add(t, n, k, seg, dst, true, m0, m1, true);
   }
 
   void probe(const ProbeRecord& r) {
@@ -153,7 +184,13 @@ struct Engine::Impl {
       both.insert(both.end(), rev.begin(), rev.end());
       latency.add(r.t, r.rtt_us_p50, fwd.size(), both, rev_mid);
     }
-    from_port.add(r.src, r.t, r.sent, r.lost);
+    if (const size_t i = host_slot[r.src]; i != kNone) {
+      from_port.add(3 * i, r.t, r.sent, r.lost);
+      if (r.hasOneWay()) {
+        from_port.add(3 * i + 1, r.t, r.sent, *r.lost_fwd);
+        from_port.add(3 * i + 2, r.t, r.sent - *r.lost_fwd, *r.lost_rev);
+      }
+    }
     if (r.hasOneWay()) {
       addSegment(r.t, r.sent, *r.lost_fwd, fwd, dst_node, true, fwd_mid);
       addSegment(r.t, r.sent - *r.lost_fwd, *r.lost_rev, rev, kNone, false, rev_mid);
@@ -162,7 +199,7 @@ struct Engine::Impl {
       for (DirLinkId d : rev) {
         if (std::find(both.begin(), both.end(), d) == both.end()) both.push_back(d);
       }
-      addSegment(r.t, r.sent, r.lost, both, dst_node, true, fwd_mid, rev_mid);
+      addRoundTrip(r.t, r.sent, r.lost, both, dst_node, fwd_mid, rev_mid);
     }
   }
 
@@ -190,39 +227,97 @@ struct Engine::Impl {
   struct Candidate {
     double n = 0, k = 0;            // long horizon, after explaining away
     double ns = 0, ks = 0;          // short horizon
+    double n_rt = 0, ns_rt = 0;     // of n and ns: probes of round-trip segments
+    double q0 = 0;                  // background of these probes
     double llr = 0;
     double loss = 0;
     int segments = 0;               // lossy segments still unexplained
     bool accepted = false;
   };
 
-  double background = 1e-6;
+  // Background loss per probe, over a round trip and over one direction
+  // (the larger of forward and reverse): a one-way count is tested against
+  // one direction's background, about half the round trip's.
+  struct Background {
+    double round_trip = 1e-3;
+    double one_way = 1e-3;
+  };
+  Background background;
 
-  // Background loss per probe: pooled over source ports, leaving out the 5 %
-  // of ports with the highest loss (a sick link or host touches a minority
-  // of sources), and taken at an upper confidence bound so that a short
-  // history with few losses cannot make ordinary noise look significant.
-  double estimateBackground() const {
-    std::vector<Tally> ports;
-    for (PortId p = 0; p < topo.portCount(); ++p) {
-      Tally t = from_port.total(p);
-      if (t.n > 0) ports.push_back(t);
+  // Background loss per probe, pooled over the probes of most ports, at an
+  // upper confidence bound so that a short history with few losses cannot
+  // make ordinary noise look significant. A sick link or host touches a
+  // minority of sources, or of destinations (a dead host is probed by every
+  // source), so the round trip's rate is the lower of two pools: without
+  // the 5 % (at least one) of source ports, and without the 5 % of
+  // destination hosts, with the most loss. One-way rates come from the source ports the round trip
+  // keeps (records to a host that does not answer carry no one-way split),
+  // and a direction never loses more than the round trip it is part of.
+  static size_t kept(size_t n) { return n - std::min(n - 1, (n + 19) / 20); }  // 5 %, at least one
+
+  Background estimateBackground() const {
+    struct PortLoss {
+      Tally rt, fwd, rev;
+    };
+    std::vector<PortLoss> ports;
+    for (size_t i = 0; i < from_port.size() / 3; ++i) {
+      Tally t = from_port.total(3 * i);
+      if (t.n > 0) ports.push_back({t, from_port.total(3 * i + 1), from_port.total(3 * i + 2)});
     }
+    auto by_rate = [](const Tally& a, const Tally& b) { return a.k * b.n < b.k * a.n; };
     std::sort(ports.begin(), ports.end(),
-              [](const Tally& a, const Tally& b) { return a.k * b.n < b.k * a.n; });
-    size_t keep = ports.size() - ports.size() / 20;
-    double n = 0, k = 0;
-    for (size_t i = 0; i < keep; ++i) n += ports[i].n, k += ports[i].k;
-    if (n <= 0) return 1e-3;
-    return std::max(1e-7, (k + 2 * std::sqrt(k) + 2) / n);
+              [&](const PortLoss& a, const PortLoss& b) { return by_rate(a.rt, b.rt); });
+    Tally rt, out, back;
+    for (size_t i = 0; i < kept(ports.size()); ++i) {
+      rt.add(ports[i].rt.n, ports[i].rt.k);
+      out.add(ports[i].fwd.n, ports[i].fwd.k);
+      back.add(ports[i].rev.n, ports[i].rev.k);
+    }
+    std::vector<Tally> hosts;
+    for (NodeId n = 0; n < topo.nodeCount(); ++n) {
+      Tally t = to_node.total(n);
+      if (t.n > 0) hosts.push_back(t);
+    }
+    std::sort(hosts.begin(), hosts.end(), by_rate);
+    Tally to_hosts;
+    for (size_t i = 0; i < kept(hosts.size()); ++i) to_hosts.add(hosts[i].n, hosts[i].k);
+
+    auto upper = [](Tally t) { return std::max(1e-7, (t.k + 2 * std::sqrt(t.k) + 2) / t.n); };
+    Background b;
+    if (rt.n <= 0) return b;
+    b.round_trip = to_hosts.n > 0 ? std::min(upper(rt), upper(to_hosts)) : upper(rt);
+    b.one_way = out.n > 0 && back.n > 0 ? std::min(b.round_trip, std::max(upper(out), upper(back)))
+                                        : b.round_trip;
+    return b;
   }
 
-  void score(Candidate& c, double q0) const {
-    double l_long = binomialLlr(c.n, c.k, q0);
-    double l_short = binomialLlr(c.ns, c.ks, q0);
-    c.llr = std::max(l_long, l_short) - std::log(2.0);  // two horizons tested
-    double rate = l_short > l_long ? c.ks / std::max(c.ns, 1.0) : c.k / std::max(c.n, 1.0);
-    c.loss = std::max(0.0, rate - q0);
+  // The background of a candidate's probes: one direction's for one-way
+  // counts, the round trip's for the rest (a pooled count is still a valid
+  // test: its mean under no fault is the sum of its parts' means).
+  double nullRate(double n, double n_rt) const {
+    if (n <= 0) return background.one_way;
+    const double rt = std::clamp(n_rt / n, 0.0, 1.0);
+    return background.one_way + rt * (background.round_trip - background.one_way);
+  }
+
+  void score(Candidate& c) const {
+    const double q_long = nullRate(c.n, c.n_rt), q_short = nullRate(c.ns, c.ns_rt);
+    // Two horizons tested, with half the prior each; the short one is tested
+    // on every one of the windows that fit in the long one (a scan
+    // statistic), so each short window gets that share of its half.
+    double l_long = binomialLlr(c.n, c.k, q_long);
+    double l_short = binomialLlr(c.ns, c.ks, q_short) - log_short_windows;
+    c.llr = std::max(l_long, l_short) - std::log(2.0);
+    const bool short_wins = l_short > l_long;
+    c.q0 = short_wins ? q_short : q_long;
+    double rate = short_wins ? c.ks / std::max(c.ns, 1.0) : c.k / std::max(c.n, 1.0);
+    c.loss = std::max(0.0, rate - c.q0);
+  }
+
+  const double log_short_windows = std::log(static_cast<double>(buckets) / kShortBuckets);
+
+  double segmentBackground(const LossySegment& s) const {
+    return s.round_trip ? background.round_trip : background.one_way;
   }
 
   void pass(double now) {
@@ -232,8 +327,8 @@ struct Engine::Impl {
     from_port.advanceTo(now);
     counters.advanceTo(now);
     lossy.expire(now - cfg.horizon_s);
+    if (links_rt) links_rt->advanceTo(now);
     background = estimateBackground();
-    const double q0 = background;
     const double short_from = (static_cast<double>(links.newestBucket()) -
                                static_cast<double>(kShortBuckets) + 1) * cfg.bucket_s;
 
@@ -249,8 +344,9 @@ struct Engine::Impl {
       Candidate c;
       Tally t = links.total(d), s = links.recent(d, kShortBuckets);
       c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+      if (links_rt) c.n_rt = links_rt->total(d).n, c.ns_rt = links_rt->recent(d, kShortBuckets).n;
       c.segments = static_cast<int>(list.size());
-      score(c, q0);
+      score(c);
       link_c[d] = c;
     }
     for (auto& [n, list] : node_segs) {
@@ -258,8 +354,9 @@ struct Engine::Impl {
       Candidate c;
       Tally t = to_node.total(n), s = to_node.recent(n, kShortBuckets);
       c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+      c.n_rt = INFINITY, c.ns_rt = INFINITY;  // probes to a host: whole round trips
       c.segments = static_cast<int>(list.size());
-      score(c, q0);
+      score(c);
       node_c[n] = c;
     }
 
@@ -283,8 +380,12 @@ struct Engine::Impl {
         if (c.accepted) return;
         c.n -= part * s.n, c.k -= part * s.k;
         if (in_short) c.ns -= part * s.n, c.ks -= part * s.k;
+        if (s.round_trip) {
+          c.n_rt -= part * s.n;
+          if (in_short) c.ns_rt -= part * s.n;
+        }
         if (unexplained[i] < 0.5 && unexplained[i] + part >= 0.5) --c.segments;
-        score(c, q0);
+        score(c);
       };
       for (DirLinkId d : lossy.linksOf(s)) {
         if (auto it = link_c.find(d); it != link_c.end()) reduce(it->second);
@@ -402,7 +503,7 @@ struct Engine::Impl {
       }
       double conf = posterior(c.llr, log_m, alt);
       seen.insert(key);
-      if (update(key, c, conf, now, q0, alt_name, alt)) claim(key, link_segs, node_segs);
+      if (update(key, c, conf, now, alt_name, alt)) claim(key, link_segs, node_segs);
     }
     latencyHypotheses(now, seen, log_m);
     counterHypotheses(now, seen);
@@ -432,8 +533,9 @@ struct Engine::Impl {
   // was down for part of some windows): any loss on a flow that may have
   // crossed it is taken as its doing.
   double crossedPosterior(const LossySegment& seg, double s, std::optional<double> x) const {
-    if (!x) return s / (s + background);
-    const double q0 = background, q1 = std::min(q0 + *x, 1.0 - 1e-12);
+    const double q0 = segmentBackground(seg);
+    if (!x) return s / (s + q0);
+    const double q1 = std::min(q0 + *x, 1.0 - 1e-12);
     double log_ratio = seg.k * std::log(q1 / q0);
     if (seg.n > seg.k) log_ratio += (seg.n - seg.k) * (std::log1p(-q1) - std::log1p(-q0));
     if (log_ratio > 50) return 1.0;
@@ -542,7 +644,7 @@ struct Engine::Impl {
   }
 
   // Updates the incident of an accepted hypothesis; true when it is paged.
-  bool update(const Key& key, const Candidate& c, double conf, double now, double q0,
+  bool update(const Key& key, const Candidate& c, double conf, double now,
               const std::string& alt_name, double alt_llr) {
     Tracked& t = track(key, now);
     Incident& inc = t.incident;
@@ -552,7 +654,7 @@ struct Engine::Impl {
     ev["probes"] = c.n;
     ev["lost"] = c.k;
     ev["lossy_flow_windows"] = c.segments;
-    ev["background_loss"] = q0;
+    ev["background_loss"] = c.q0;
     ev["llr_nats"] = c.llr;
     std::string kind;
     if (key.kind == Key::kLink) {
@@ -783,7 +885,8 @@ void Engine::advanceTo(double t) {
 
 LinkEvidence Engine::linkEvidence(topology::DirLinkId d) const {
   Tally t = impl_->links.total(d);
-  return {t.n, t.k};
+  const double rt = impl_->links_rt ? impl_->links_rt->total(d).n : 0;
+  return {t.n, t.k, impl_->nullRate(t.n, rt)};
 }
 
 Coverage Engine::coverage(double min_probes) const {
@@ -793,7 +896,7 @@ Coverage Engine::coverage(double min_probes) const {
   return c;
 }
 
-double Engine::backgroundLoss() const { return impl_->background; }
+double Engine::backgroundLoss() const { return impl_->background.round_trip; }
 
 void Engine::restore(const std::vector<Incident>& incidents) { impl_->restore(incidents); }
 

@@ -44,6 +44,7 @@ struct IngestStats {
 struct LinkEvidence {
   double probes = 0;
   double lost = 0;
+  double background = 0;  // the loss ratio these probes have with no fault
 };
 
 // How much of the fabric the probes see: directed links crossed by at least
@@ -79,7 +80,8 @@ class Engine : public telemetry::RecordSink {
 
   LinkEvidence linkEvidence(topology::DirLinkId d) const;
   Coverage coverage(double min_probes) const;
-  // The fabric-wide loss ratio every link is assumed to have (last pass).
+  // The fabric-wide round-trip loss ratio of a probe with no fault (last
+  // pass); one-way counts are held to one direction's, about half of it.
   double backgroundLoss() const;
 
   // Called whenever an incident opens or changes state (for persistence).

@@ -149,7 +149,7 @@ Tally BucketedTallies::recent(size_t key, size_t buckets) const {
 }
 
 void LossyStore::add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links,
-                     NodeId dst, bool forward, Middle m0, Middle m1) {
+                     NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip) {
   LossySegment s;
   s.t = t;
   s.n = n;
@@ -159,6 +159,7 @@ void LossyStore::add(double t, uint32_t n, uint32_t k, const std::vector<DirLink
   s.links_end = base_ + static_cast<uint32_t>(links_.size());
   s.dst_node = dst;
   s.forward = forward;
+  s.round_trip = round_trip;
   s.middle[0] = m0;
   s.middle[1] = m1;
   segments_.push_back(s);

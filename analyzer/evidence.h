@@ -136,6 +136,9 @@ struct LossySegment {
   uint32_t links_begin = 0, links_end = 0;
   NodeId dst_node = topology::kNone;  // the host probed (forward segments)
   bool forward = true;
+  // A whole round trip (no one-way counts): its background is the round
+  // trip's, not one direction's.
+  bool round_trip = false;
   Middle middle[2];  // unseen stretches (forward, reverse)
   // Once an incident pages on a hypothesis, the segments it explained stay
   // its own: later passes never blame them on anything else (see engine).
@@ -145,7 +148,7 @@ struct LossySegment {
 class LossyStore {
  public:
   void add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links, NodeId dst,
-           bool forward, Middle m0, Middle m1);
+           bool forward, Middle m0, Middle m1, bool round_trip);
   // Forgets segments older than `oldest`.
   void expire(double oldest);
   const std::deque<LossySegment>& segments() const { return segments_; }

@@ -156,7 +156,7 @@ struct AnalyzerMetrics::Impl {
                       "Probe loss ratio over the horizon of the top-N links by loss in excess of the "
                       "background (probes of known path crossing the directed link)."),
         degraded_excess(*registry, "netdiag_degraded_link_excess_loss_ratio",
-                        "Loss ratio of a top-N degraded link minus the fabric's background loss ratio."),
+                        "Loss ratio of a top-N degraded link minus the background loss ratio of its probes."),
         degraded_probes(*registry, "netdiag_degraded_link_probes",
                         "Probes of known path that crossed a top-N degraded link over the horizon."),
         open_incidents(prometheus::BuildGauge()
@@ -393,7 +393,7 @@ struct AnalyzerMetrics::Impl {
     }
   }
 
-  void degraded(const analyzer::Engine& engine, double q0) {
+  void degraded(const analyzer::Engine& engine) {
     if (options.top_degraded == 0) return;
     struct Item {
       double excess_lost;
@@ -408,7 +408,7 @@ struct AnalyzerMetrics::Impl {
     for (DirLinkId d = 0; d < topo.dirLinkCount(); ++d) {
       analyzer::LinkEvidence ev = engine.linkEvidence(d);
       if (ev.probes <= 0 || ev.lost <= 0) continue;
-      double excess = ev.lost - q0 * ev.probes;
+      double excess = ev.lost - ev.background * ev.probes;
       if (excess < 1) continue;  // less than one probe more than background
       if (heap.size() < options.top_degraded) {
         heap.push_back({excess, d, ev});
@@ -423,7 +423,7 @@ struct AnalyzerMetrics::Impl {
       Labels labels = linkLabels(item.d);
       double ratio = item.ev.lost / item.ev.probes;
       degraded_loss.set(labels, ratio);
-      degraded_excess.set(labels, std::max(0.0, ratio - q0));
+      degraded_excess.set(labels, std::max(0.0, ratio - item.ev.background));
       degraded_probes.set(labels, item.ev.probes);
     }
   }
@@ -466,7 +466,7 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   const double q0 = engine.backgroundLoss();
 
   m.incidents(report, now);
-  m.degraded(engine, q0);
+  m.degraded(engine);
   m.agentStatus(agents);
   m.sweepAll();
 

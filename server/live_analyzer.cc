@@ -363,7 +363,7 @@ std::optional<nlohmann::json> LiveAnalyzer::link(const std::string& name) const 
   analyzer::LinkEvidence e = m.engine.linkEvidence(*d);
   nlohmann::json out = evidenceJson(e);
   out["link"] = m.topo.dirLinkName(*d);
-  out["background_loss"] = m.engine.backgroundLoss();
+  out["background_loss"] = e.background;
   out["reverse"] = evidenceJson(m.engine.linkEvidence(reverse));
   nlohmann::json ids = nlohmann::json::array();
   for (const auto& i : m.engine.report().incidents) {

@@ -499,6 +499,76 @@ TEST(EngineRules, ConfidenceIsAProbabilityAndJsonHasTheContractFields) {
   }
 }
 
+// ---- background --------------------------------------------------------------
+
+// A fabric-wide background of one forward and one reverse loss in every
+// `every` records of 1,000 probes (0.1 per mille each way), written into the
+// mesh's records; `one_way` says whether records carry the split.
+std::vector<Record> withBackground(std::vector<Record> records, int every, bool one_way) {
+  int i = 0;
+  for (Record& rec : records) {
+    auto* r = std::get_if<ProbeRecord>(&rec);
+    if (r == nullptr || r->sent == 0) continue;
+    const uint32_t fwd = i % every == 0 ? 1 : 0, rev = i % every == every / 2 ? 1 : 0;
+    ++i;
+    r->lost = std::min(r->sent, r->lost + fwd + rev);
+    if (one_way) {
+      r->lost_fwd = std::min(r->lost, r->lost_fwd.value_or(0) + fwd);
+      r->lost_rev = r->lost - *r->lost_fwd;
+    }
+  }
+  return records;
+}
+
+TEST(EngineBackground, OneWayCountsAreHeldToOneDirectionsBackground) {
+  Fabric f;
+  for (bool one_way : {false, true}) {
+    SCOPED_TRACE(one_way ? "one-way counts" : "round trips only");
+    Script s(f);
+    s.mesh.sent = 1000;
+    s.mesh.one_way = one_way;
+    Engine engine(f.t);
+    feed(engine, withBackground(s.build(300), 10, one_way));
+    engine.finish();
+    const double round_trip = engine.backgroundLoss();
+    // 2 losses in 10 records of 1,000 probes, at an upper confidence bound.
+    EXPECT_GT(round_trip, 2e-4);
+    EXPECT_LT(round_trip, 2.6e-4);
+    const LinkEvidence uplink = engine.linkEvidence(f.between(f.leaves[0], f.spines[0]));
+    ASSERT_GT(uplink.probes, 0);
+    if (one_way) {
+      EXPECT_GT(uplink.background, 1e-4);
+      EXPECT_LT(uplink.background, 0.6 * round_trip);
+    } else {
+      EXPECT_EQ(uplink.background, round_trip);
+    }
+    EXPECT_TRUE(engine.report().incidents.empty()) << describe(f.t, engine.report());
+  }
+}
+
+TEST(EngineBackground, AHostThatDoesNotAnswerLeavesTheBackgroundAlone) {
+  Fabric f;
+  double clean = 0;
+  for (bool dead : {false, true}) {
+    Script s(f);
+    s.mesh.sent = 1000;
+    if (dead) s.mesh.dead = {f.port("host5:eth0")};
+    Engine engine(f.t);
+    feed(engine, withBackground(s.build(300), 10, false));
+    engine.finish();
+    if (!dead) {
+      clean = engine.backgroundLoss();
+      continue;
+    }
+    // Every source probes the dead host: a pool over sources alone would
+    // take its losses for background; the pool over destinations does not.
+    EXPECT_LT(engine.backgroundLoss(), 1.2 * clean);
+    auto pos = localized(engine.report());
+    ASSERT_EQ(pos.size(), 1u) << describe(f.t, engine.report());
+    EXPECT_EQ(pos[0].kind, kHostUnreachable);
+  }
+}
+
 TEST(EngineRules, CleanFabricHasNoIncidents) {
   Fabric f;
   Script s(f);
