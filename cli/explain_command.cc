@@ -68,7 +68,7 @@ void printEvidence(const json& inc) {
     std::printf("\n");
     if (used("background_loss")) {
       const double q0 = num(ev, "background_loss");
-      std::printf("  clean elsewhere: the fabric's background loss is %s", pct(q0).c_str());
+      std::printf("  clean elsewhere: these probes' background loss is %s", pct(q0).c_str());
       if (q0 > 0 && n > 0) std::printf("; this link loses %.0fx that", (k / n) / q0);
       std::printf("\n");
     }
