@@ -78,9 +78,9 @@ struct Engine::Impl {
   // cache line. Probes sent from a switch port count for nothing here.
   std::vector<uint32_t> host_slot;  // per port: its slot, or kNone
   BucketedTallies from_port;
-  // Per directed link: the probes of round-trip segments among `links`
-  // (records without one-way counts), whose background is a whole round
-  // trip's. Made on the first such record.
+  // Per directed link: the probes and losses of round-trip segments among
+  // `links` (records without one-way counts), whose background is a whole
+  // round trip's. Made on the first such record.
   std::unique_ptr<BucketedTallies> links_rt;
   PortCounters counters;
   LossyStore lossy;
@@ -164,7 +164,7 @@ struct Engine::Impl {
     if (!links_rt) links_rt = std::make_unique<BucketedTallies>(topo.dirLinkCount(), buckets, cfg.bucket_s);
     for (DirLinkId d : seg) {
       links.add(d, t, n, k);
-      links_rt->add(d, t, n, 0);
+      links_rt->add(d, t, n, k);
     }
     if (k > 0) lossy.add(t, n, k, seg, dst, true, m0, m1, true);
   }
@@ -227,8 +227,10 @@ struct Engine::Impl {
   struct Candidate {
     double n = 0, k = 0;            // long horizon, after explaining away
     double ns = 0, ks = 0;          // short horizon
-    double n_rt = 0, ns_rt = 0;     // of n and ns: probes of round-trip segments
-    double q0 = 0;                  // background of these probes
+    // Of those, probes and losses of round-trip segments (all of a host's).
+    double n_rt = 0, k_rt = 0, ns_rt = 0, ks_rt = 0;
+    bool host = false;
+    double q0 = 0;                  // background of these probes (pooled)
     double llr = 0;
     double loss = 0;
     int segments = 0;               // lossy segments still unexplained
@@ -291,27 +293,34 @@ struct Engine::Impl {
     return b;
   }
 
-  // The background of a candidate's probes: one direction's for one-way
-  // counts, the round trip's for the rest (a pooled count is still a valid
-  // test: its mean under no fault is the sum of its parts' means).
+  // The background of n probes of which n_rt are round trips, pooled.
   double nullRate(double n, double n_rt) const {
     if (n <= 0) return background.one_way;
     const double rt = std::clamp(n_rt / n, 0.0, 1.0);
     return background.one_way + rt * (background.round_trip - background.one_way);
   }
 
+  // One-way counts are tested against one direction's background, round
+  // trips against the round trip's, with one added loss for both.
+  double llrOf(double n, double k, double n_rt, double k_rt, double* added) const {
+    // (Explaining away subtracts fractions: keep rounding from going negative.)
+    const double n1 = std::max(0.0, n - n_rt), k1 = std::clamp(k - k_rt, 0.0, n1);
+    n_rt = std::max(0.0, n_rt), k_rt = std::clamp(k_rt, 0.0, n_rt);
+    return twoClassLlr(n1, k1, background.one_way, n_rt, k_rt, background.round_trip, added);
+  }
+
   void score(Candidate& c) const {
-    const double q_long = nullRate(c.n, c.n_rt), q_short = nullRate(c.ns, c.ns_rt);
+    if (c.host) c.n_rt = c.n, c.k_rt = c.k, c.ns_rt = c.ns, c.ks_rt = c.ks;
     // Two horizons tested, with half the prior each; the short one is tested
     // on every one of the windows that fit in the long one (a scan
     // statistic), so each short window gets that share of its half.
-    double l_long = binomialLlr(c.n, c.k, q_long);
-    double l_short = binomialLlr(c.ns, c.ks, q_short) - log_short_windows;
+    double x_long = 0, x_short = 0;
+    const double l_long = llrOf(c.n, c.k, c.n_rt, c.k_rt, &x_long);
+    const double l_short = llrOf(c.ns, c.ks, c.ns_rt, c.ks_rt, &x_short) - log_short_windows;
     c.llr = std::max(l_long, l_short) - std::log(2.0);
     const bool short_wins = l_short > l_long;
-    c.q0 = short_wins ? q_short : q_long;
-    double rate = short_wins ? c.ks / std::max(c.ns, 1.0) : c.k / std::max(c.n, 1.0);
-    c.loss = std::max(0.0, rate - c.q0);
+    c.q0 = short_wins ? nullRate(c.ns, c.ns_rt) : nullRate(c.n, c.n_rt);
+    c.loss = short_wins ? x_short : x_long;
   }
 
   const double log_short_windows = std::log(static_cast<double>(buckets) / kShortBuckets);
@@ -344,7 +353,10 @@ struct Engine::Impl {
       Candidate c;
       Tally t = links.total(d), s = links.recent(d, kShortBuckets);
       c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
-      if (links_rt) c.n_rt = links_rt->total(d).n, c.ns_rt = links_rt->recent(d, kShortBuckets).n;
+      if (links_rt) {
+        Tally rt = links_rt->total(d), rts = links_rt->recent(d, kShortBuckets);
+        c.n_rt = rt.n, c.k_rt = rt.k, c.ns_rt = rts.n, c.ks_rt = rts.k;
+      }
       c.segments = static_cast<int>(list.size());
       score(c);
       link_c[d] = c;
@@ -354,7 +366,7 @@ struct Engine::Impl {
       Candidate c;
       Tally t = to_node.total(n), s = to_node.recent(n, kShortBuckets);
       c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
-      c.n_rt = INFINITY, c.ns_rt = INFINITY;  // probes to a host: whole round trips
+      c.host = true;  // probes to a host: whole round trips
       c.segments = static_cast<int>(list.size());
       score(c);
       node_c[n] = c;
@@ -381,8 +393,8 @@ struct Engine::Impl {
         c.n -= part * s.n, c.k -= part * s.k;
         if (in_short) c.ns -= part * s.n, c.ks -= part * s.k;
         if (s.round_trip) {
-          c.n_rt -= part * s.n;
-          if (in_short) c.ns_rt -= part * s.n;
+          c.n_rt -= part * s.n, c.k_rt -= part * s.k;
+          if (in_short) c.ns_rt -= part * s.n, c.ks_rt -= part * s.k;
         }
         if (unexplained[i] < 0.5 && unexplained[i] + part >= 0.5) --c.segments;
         score(c);

@@ -2,7 +2,9 @@
 
 // The statistics of localization, in one place.
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace netdiag::analyzer {
 
@@ -16,6 +18,65 @@ inline double binomialLlr(double n, double k, double q0) {
   double llr = k * std::log(x / q0);
   if (n > k) llr += (n - k) * (std::log1p(-x) - std::log1p(-q0));
   return llr;
+}
+
+// The same for probes of two kinds with different backgrounds q1 and q2
+// (one-way and round-trip counts) and one added loss x >= 0 common to both:
+// the maximum over x of the two binomial log-likelihoods at q + x against
+// x = 0. The log-likelihood is concave in x, so Newton's method from the
+// pooled estimate, kept inside the bracket where the slope changes sign,
+// finds the maximum. `added`, when given, receives the maximizing x.
+inline double twoClassLlr(double n1, double k1, double q1, double n2, double k2, double q2,
+                          double* added = nullptr) {
+  auto single = [&](double n, double k, double q) {
+    if (added) *added = n > 0 ? std::max(0.0, k / n - q) : 0.0;
+    return binomialLlr(n, k, q);
+  };
+  if (n2 <= 0) return single(n1, k1, q1);
+  if (n1 <= 0) return single(n2, k2, q2);
+  // Slope and curvature of the log-likelihood at x.
+  auto slope = [&](double x, double& curve) {
+    double g = 0;
+    curve = 0;
+    for (auto [n, k, q] : {std::tuple{n1, k1, q1}, std::tuple{n2, k2, q2}}) {
+      const double p = q + x;
+      g += k / p - (n - k) / (1 - p);
+      curve -= k / (p * p) + (n - k) / ((1 - p) * (1 - p));
+    }
+    return g;
+  };
+  auto llr = [&](double x) {
+    double l = 0;
+    for (auto [n, k, q] : {std::tuple{n1, k1, q1}, std::tuple{n2, k2, q2}}) {
+      if (k > 0) l += k * std::log1p(x / q);
+      if (n > k) l += (n - k) * (std::log1p(-(q + x)) - std::log1p(-q));
+    }
+    return l;
+  };
+  double curve = 0;
+  if (slope(0, curve) <= 0) {
+    if (added) *added = 0;
+    return 0;
+  }
+  double lo = 0, hi = 1 - std::max(q1, q2);
+  if (k1 >= n1 && k2 >= n2) {  // every probe lost: the rate is 1
+    if (added) *added = hi;
+    return llr(hi * (1 - 1e-12));
+  }
+  double x = std::clamp((k1 + k2) / (n1 + n2) - (q1 * n1 + q2 * n2) / (n1 + n2), 0.0, hi);
+  for (int i = 0; i < 60; ++i) {
+    const double g = slope(x, curve);
+    if (g > 0) lo = x; else hi = x;
+    double next = x - g / curve;
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);  // Newton left the bracket
+    if (std::abs(next - x) <= 1e-15 + 1e-12 * x) {
+      x = next;
+      break;
+    }
+    x = next;
+  }
+  if (added) *added = x;
+  return llr(x);
 }
 
 // Posterior probability that a hypothesis with log-likelihood ratio `llr`
