@@ -11,6 +11,18 @@ namespace {
 // accepted slow link can take them out of its neighbours' evidence.
 constexpr double kSlowKeepUs = 20;
 
+// Per-link excess is kept in fixed point (1/16 us), offset to be a whole
+// non-negative number, so the ring keeps its compact 32-bit cells (a double
+// would widen it, and every add would take the slow path). Excess beyond
+// +-4 ms is clamped: such a link is slow either way.
+constexpr double kUnitsPerUs = 16;
+constexpr double kOffset = 65536;  // units: 4.096 ms
+
+double quantize(double excess_us) {
+  return std::round(std::clamp(excess_us * kUnitsPerUs, -kOffset, kOffset));
+}
+Tally decode(Tally t) { return {t.n, (t.k - t.n * kOffset) / kUnitsPerUs}; }
+
 }  // namespace
 
 LatencyEvidence::LatencyEvidence(size_t dir_links, size_t buckets, double width_s)
@@ -26,8 +38,9 @@ void LatencyEvidence::add(double t, double rtt_us, size_t hops,
   // current level; latency faults touch few flows, so it tracks the healthy.
   double step = std::max(0.01, 0.002 * m);
   m += rtt_us > m ? step : (rtt_us < m ? -step : 0);
-  const double excess = rtt_us - m;
-  for (DirLinkId d : links) excess_.add(d, t, 1, excess);
+  const double units = quantize(rtt_us - m);
+  const double excess = units / kUnitsPerUs;
+  for (DirLinkId d : links) excess_.add(d, t, 1, units + kOffset);
   spread_.add(0, t, 1, excess * excess);
   if (excess >= kSlowKeepUs) slow_.push_back({t, excess, links, back});
 }
@@ -47,7 +60,7 @@ std::vector<SlowLink> LatencyEvidence::slowLinks(double min_added_us, double min
   // Candidates: links crossed by slow records.
   std::unordered_map<DirLinkId, Tally> cand;
   for (const Slow& s : slow_) {
-    for (DirLinkId d : s.links) cand.emplace(d, excess_.total(d));
+    for (DirLinkId d : s.links) cand.emplace(d, decode(excess_.total(d)));
   }
   std::vector<bool> explained(slow_.size(), false);
   for (int round = 0; round < 16; ++round) {

@@ -47,7 +47,7 @@ class LatencyEvidence {
     std::vector<DirLinkId> links;
     Middle back;
   };
-  BucketedTallies excess_;   // per link: n = records, k = sum of excess
+  BucketedTallies excess_;   // per link: n = records, k = sum of excess (fixed point, latency.cc)
   BucketedTallies spread_;   // key 0: n = records, k = sum of squared excess
   std::vector<double> median_by_hops_;
   std::deque<Slow> slow_;    // records well above their median, kept one by one
