@@ -406,10 +406,14 @@ struct Engine::Impl {
         if (auto it = node_c.find(s.dst_node); it != node_c.end()) reduce(it->second);
       }
     };
-    // Links the counters report down or flapping explain, first, every loss
-    // on flows that crossed (or may have crossed) them, in both directions.
+    // Links the counters report down, or that went down within the horizon
+    // (any carrier change: a flap's first cycle, a link back up after an
+    // outage), explain, first, every loss on flows that crossed (or may have
+    // crossed) them, in both directions: a link is down both ways, and
+    // without one-way counts the replies it dropped would otherwise be
+    // blamed on the uplinks their flows went out on.
     for (LinkId l = 0; l < topo.linkCount(); ++l) {
-      if (!reportedDown(l) && carrierChanges(l) < kFlapChanges) continue;
+      if (!reportedDown(l) && carrierChanges(l) < 1) continue;
       for (DirLinkId d : {2 * l, 2 * l + 1}) {
         if (auto it = link_c.find(d); it != link_c.end()) it->second.accepted = true;
         // Flows reroute around such a link, so remembered paths are suspect.

@@ -240,6 +240,31 @@ TEST(EngineRules, RepeatedCarrierChangesAreALinkFlap) {
   EXPECT_LE(*pos[0].localized_at, 75);  // two cycles seen at t=60
 }
 
+TEST(EngineRules, ALinkThatBouncedExplainsTheRepliesItDroppedNotTheUplinksTheyWentOutOn) {
+  // A spine->leaf link is down both ways for most of one window, between
+  // two counter samples: the counters only show one down/up cycle. Records
+  // are round trips with unseen replies, so the replies it dropped are
+  // losses of flows that went out on leaf1's other uplinks.
+  Fabric f(4, 4, 2);
+  Script s(f);
+  const DirLinkId d = f.dl("spine2:swp1->leaf1:swp4");
+  const PortId a = f.t.dirSrcPort(d), b = f.t.dirDstPort(d);
+  s.mesh.one_way = false;
+  s.mesh.reply_known = false;
+  s.at = [&](double t, Mesh& m) {
+    m.loss.clear();
+    if (t == 65) m.loss = {{d, 0.8}, {Topology::reverse(d), 0.8}};
+  };
+  s.tweak = [&](double t, PortId p, Counters& c) {
+    if ((p == a || p == b) && t == 70) c.carrier += 2;
+  };
+  Report r = runEngine(f.t, s.build(200));
+  expectContract(f.t, r);
+  for (const Incident& i : linkIncidents(r)) {
+    EXPECT_EQ(Topology::linkOf(i.link), Topology::linkOf(d)) << describe(f.t, r);
+  }
+}
+
 TEST(EngineRules, CrcErrorsOnTheReceivingPortMakeLinkCorruptionOfThatDirection) {
   Fabric f;
   Script s(f);
