@@ -235,6 +235,7 @@ struct Engine::Impl {
     double loss = 0;
     int segments = 0;               // lossy segments still unexplained
     bool accepted = false;
+    bool stale = false;             // evidence changed since it was scored
   };
 
   // Background loss per probe, over a round trip and over one direction
@@ -323,6 +324,14 @@ struct Engine::Impl {
     c.loss = short_wins ? x_short : x_long;
   }
 
+  const Candidate& fresh(Candidate& c) const {
+    if (c.stale) {
+      score(c);
+      c.stale = false;
+    }
+    return c;
+  }
+
   const double log_short_windows = std::log(static_cast<double>(buckets) / kShortBuckets);
 
   double segmentBackground(const LossySegment& s) const {
@@ -397,7 +406,7 @@ struct Engine::Impl {
           if (in_short) c.ns_rt -= part * s.n, c.ks_rt -= part * s.k;
         }
         if (unexplained[i] < 0.5 && unexplained[i] + part >= 0.5) --c.segments;
-        score(c);
+        c.stale = true;  // rescored when next read: one explanation reduces it many times
       };
       for (DirLinkId d : lossy.linksOf(s)) {
         if (auto it = link_c.find(d); it != link_c.end()) reduce(it->second);
@@ -447,12 +456,14 @@ struct Engine::Impl {
       Key best{Key::kLink, kNone};
       Candidate* bc = nullptr;
       for (auto& [d, c] : link_c) {
+        fresh(c);
         if (!c.accepted && c.loss >= cfg.min_loss && (!bc || c.llr > bc->llr)) {
           bc = &c;
           best = {Key::kLink, d};
         }
       }
       for (auto& [n, c] : node_c) {
+        fresh(c);
         if (!c.accepted && c.loss >= kMinHostLoss && (!bc || c.llr > bc->llr)) {
           bc = &c;
           best = {Key::kNode, n};
@@ -472,24 +483,33 @@ struct Engine::Impl {
     // (a backward check, as in stepwise regression); those that are not are
     // dropped, earliest first.
     if (accepted.size() > 1 && accepted.size() <= kMaxBackwardChecks) {
-      auto link_g = std::move(link_c);
-      auto node_g = std::move(node_c);
-      auto unexplained_g = std::move(unexplained);
+      // Explaining away takes from segment i the share w of what is left of
+      // it, so what all the others leave of it is the product of (1 - w)
+      // over them, in any order: each hypothesis is re-scored from its
+      // candidate before the greedy, less that from its own segments.
       std::vector<bool> dropped(accepted.size(), false);
       for (size_t j = 0; j < accepted.size(); ++j) {
-        link_c = link_c0, node_c = node_c0, unexplained = unexplained0;
-        for (size_t i = 0; i < accepted.size(); ++i) {
-          if (i == j || dropped[i]) continue;
-          auto& pool = accepted[i].first.kind == Key::kLink ? link_c : node_c;
-          pool[accepted[i].first.id].accepted = true;
-          explain(accepted[i].first, accepted[i].second);
+        const Key& key = accepted[j].first;
+        Candidate rest = key.kind == Key::kLink ? link_c0.at(key.id) : node_c0.at(key.id);
+        for (uint32_t i : key.kind == Key::kLink ? link_segs[key.id] : node_segs[key.id]) {
+          double left = 1;
+          for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
+            if (h != j && !dropped[h]) left *= 1 - explainedShare(accepted[h].first, accepted[h].second, segs[i]);
+          }
+          const double part = unexplained0[i] * (1 - left);
+          if (part <= 0) continue;
+          const LossySegment& s = segs[i];
+          rest.n -= part * s.n, rest.k -= part * s.k;
+          if (s.t >= short_from) rest.ns -= part * s.n, rest.ks -= part * s.k;
+          if (s.round_trip) {
+            rest.n_rt -= part * s.n, rest.k_rt -= part * s.k;
+            if (s.t >= short_from) rest.ns_rt -= part * s.n, rest.ks_rt -= part * s.k;
+          }
         }
-        const auto& pool = accepted[j].first.kind == Key::kLink ? link_c : node_c;
-        const Candidate& rest = pool.at(accepted[j].first.id);
-        const double min_loss = accepted[j].first.kind == Key::kLink ? cfg.min_loss : kMinHostLoss;
+        score(rest);
+        const double min_loss = key.kind == Key::kLink ? cfg.min_loss : kMinHostLoss;
         dropped[j] = rest.llr < kOpenLlr || rest.loss < min_loss;
       }
-      link_c = std::move(link_g), node_c = std::move(node_g), unexplained = std::move(unexplained_g);
       size_t kept = 0;
       for (size_t j = 0; j < accepted.size(); ++j) {
         if (!dropped[j]) accepted[kept++] = accepted[j];
@@ -505,13 +525,13 @@ struct Engine::Impl {
       std::string alt_name;
       if (key.kind == Key::kLink) {
         auto it = link_c.find(Topology::reverse(key.id));
-        if (it != link_c.end() && it->second.llr > alt) {
+        if (it != link_c.end() && fresh(it->second).llr > alt) {
           alt = it->second.llr;
           alt_name = "reverse direction " + topo.dirLinkName(Topology::reverse(key.id));
         }
         for (NodeId n : {topo.dirSrcNode(key.id), topo.dirDstNode(key.id)}) {
           auto nt = node_c.find(n);
-          if (nt != node_c.end() && nt->second.llr > alt) {
+          if (nt != node_c.end() && fresh(nt->second).llr > alt) {
             alt = nt->second.llr;
             alt_name = "host " + topo.node(n).name + " itself";
           }
@@ -557,6 +577,20 @@ struct Engine::Impl {
     if (log_ratio > 50) return 1.0;
     double odds = s * std::exp(log_ratio);
     return odds / (odds + (1.0 - s));
+  }
+
+  // The share of a lossy segment that an accepted hypothesis explains, as
+  // explain() takes it: all of a segment certainly through the link (or to
+  // the host), the posterior that it crossed the link on its unseen stretch.
+  double explainedShare(const Key& key, const Candidate& c, const LossySegment& seg) {
+    if (key.kind == Key::kNode) return seg.forward && seg.dst_node == key.id ? 1.0 : 0.0;
+    auto ls = lossy.linksOf(seg);
+    if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
+    double s_max = 0;
+    for (const Middle& m : seg.middle) {
+      if (!m.known()) s_max = std::max(s_max, shares.share(m.from, m.to, key.id));
+    }
+    return s_max > 0 ? crossedPosterior(seg, s_max, std::max(c.loss, 1e-9)) : 0.0;
   }
 
   // Removes from the evidence what link `d` with loss `x` explains: every

@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/engine.h"
 #include "planner/plan.h"
 #include "sim/scenario.h"
@@ -288,33 +290,45 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "truth: %s from %.0f s\n", truth_link.c_str(), onset);
 
-  std::printf(
-      "{\"fabric\": \"%s\", \"duration_s\": %.0f, \"flows\": %llu, \"setup_s\": %.2f, "
-      "\"sim_plus_engine_s\": %.2f, \"sim_alone_s\": %.2f, \"engine_s\": %.2f, "
-      "\"engine_pass_s\": %.2f, \"engine_ingest_s\": %.2f, \"probe_records\": %llu, "
-      "\"records\": %llu, \"engine_probe_records_per_s\": %.0f, "
-      "\"engine_ingest_only_records_per_s\": %.0f, \"passes\": %llu, \"pass_max_s\": %.3f, "
-      "\"pass_max_at\": %.0f, \"pass_mean_s\": %.3f, \"pass_p50_s\": %.3f, \"pass_p90_s\": %.3f, "
-      "\"max_nonpass_call_ms\": %.3f, \"max_nonpass_call_at\": %.0f, "
-      "\"pass_cpu_passes\": %llu, \"pass_cpu_mean_s\": %.3f, \"pass_cpu_max_s\": %.3f, "
-      "\"rss_before_engine_mib\": %.0f, \"rss_end_mib\": %.0f, "
-      "\"peak_rss_mib\": %.0f, \"incidents\": %zu, \"link_incidents\": %d, "
-      "\"localized_incidents\": %d, \"fault_link\": \"%s\", \"fault_localized\": \"%s\", "
-      "\"localized_at\": %.0f, \"onset\": %.0f}\n",
-      fabric.c_str(), sc.duration_s, static_cast<unsigned long long>(ss.flows), secs(t0, t2),
-      run_s, count_run_s, engine_s, pass_s, engine_s - pass_s,
-      static_cast<unsigned long long>(ss.probe_records),
-      static_cast<unsigned long long>(ss.probe_records + ss.port_records + ss.lldp_records),
-      static_cast<double>(st.probes) / engine_s,
-      static_cast<double>(st.probes + st.ports + st.lldp) / (engine_s - pass_s),
-      static_cast<unsigned long long>(timed.passes),
-      static_cast<double>(timed.max_pass_ticks) * tick_s, timed.max_pass_at,
-      timed.passes ? pass_s / static_cast<double>(timed.passes) : 0.0, pct(0.5), pct(0.9),
-      static_cast<double>(timed.max_other_ticks) * tick_s * 1e3, timed.max_other_at,
-      static_cast<unsigned long long>(timed.pass_cpu_passes),
-      timed.pass_cpu_passes ? timed.pass_cpu_s / static_cast<double>(timed.pass_cpu_passes) : 0.0,
-      timed.max_pass_cpu_s, rss_before_engine,
-      currentRssMiB(), peakRssMiB(), report.incidents.size(), link_incidents, localized_incidents,
-      truth_link.c_str(), found.c_str(), localized_at, onset);
+  const double passes = static_cast<double>(timed.passes);
+  const double cpu_passes = static_cast<double>(timed.pass_cpu_passes);
+  // One JSON object on stdout (NaN, e.g. sim_alone_s without --count-first, is null).
+  nlohmann::json out = {
+      {"fabric", fabric},
+      {"duration_s", sc.duration_s},
+      {"flows", ss.flows},
+      {"setup_s", secs(t0, t2)},
+      {"sim_plus_engine_s", run_s},
+      {"sim_alone_s", count_run_s},
+      {"engine_s", engine_s},
+      {"engine_pass_s", pass_s},
+      {"engine_ingest_s", engine_s - pass_s},
+      {"probe_records", ss.probe_records},
+      {"records", ss.probe_records + ss.port_records + ss.lldp_records},
+      {"engine_probe_records_per_s", static_cast<double>(st.probes) / engine_s},
+      {"engine_ingest_only_records_per_s",
+       static_cast<double>(st.probes + st.ports + st.lldp) / (engine_s - pass_s)},
+      {"passes", timed.passes},
+      {"pass_max_s", static_cast<double>(timed.max_pass_ticks) * tick_s},
+      {"pass_max_at", timed.max_pass_at},
+      {"pass_mean_s", passes > 0 ? pass_s / passes : 0.0},
+      {"pass_p50_s", pct(0.5)},
+      {"pass_p90_s", pct(0.9)},
+      {"max_nonpass_call_ms", static_cast<double>(timed.max_other_ticks) * tick_s * 1e3},
+      {"max_nonpass_call_at", timed.max_other_at},
+      {"pass_cpu_passes", timed.pass_cpu_passes},
+      {"pass_cpu_mean_s", cpu_passes > 0 ? timed.pass_cpu_s / cpu_passes : 0.0},
+      {"pass_cpu_max_s", timed.max_pass_cpu_s},
+      {"rss_before_engine_mib", rss_before_engine},
+      {"rss_end_mib", currentRssMiB()},
+      {"peak_rss_mib", peakRssMiB()},
+      {"incidents", report.incidents.size()},
+      {"link_incidents", link_incidents},
+      {"localized_incidents", localized_incidents},
+      {"fault_link", truth_link},
+      {"fault_localized", found},
+      {"localized_at", localized_at},
+      {"onset", onset}};
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
