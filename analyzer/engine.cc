@@ -24,8 +24,11 @@ using telemetry::ProbeRecord;
 namespace {
 
 // Evidence thresholds (nats of log-likelihood ratio). A hypothesis is a
-// suspect at kOpenLlr; it pages once its posterior reaches the configured
-// confidence, with enough distinct lossy flows behind it, twice in a row.
+// suspect at kOpenLlr, or at ln M on a fabric of M > e^8 hypotheses (from
+// there on it is at least as likely as not, with the prior of one fault
+// among M; below, on a large fabric, every pass would open suspects on
+// noise); it pages once its posterior reaches the configured confidence,
+// with enough distinct lossy flows behind it, twice in a row.
 constexpr double kOpenLlr = 8;
 constexpr size_t kShortBuckets = 6;  // the fast horizon, in buckets
 constexpr int kMinLossySegments = 3;
@@ -332,6 +335,9 @@ struct Engine::Impl {
     return c;
   }
 
+  const double open_llr =
+      std::max(kOpenLlr, std::log(static_cast<double>(topo.dirLinkCount() + topo.nodeCount())));
+
   const double log_short_windows = std::log(static_cast<double>(buckets) / kShortBuckets);
 
   double segmentBackground(const LossySegment& s) const {
@@ -469,7 +475,7 @@ struct Engine::Impl {
           best = {Key::kNode, n};
         }
       }
-      if (!bc || bc->llr < kOpenLlr) break;
+      if (!bc || bc->llr < open_llr) break;
       bc->accepted = true;
       accepted.emplace_back(best, *bc);
       explain(best, *bc);
@@ -508,7 +514,7 @@ struct Engine::Impl {
         }
         score(rest);
         const double min_loss = key.kind == Key::kLink ? cfg.min_loss : kMinHostLoss;
-        dropped[j] = rest.llr < kOpenLlr || rest.loss < min_loss;
+        dropped[j] = rest.llr < open_llr || rest.loss < min_loss;
       }
       size_t kept = 0;
       for (size_t j = 0; j < accepted.size(); ++j) {
