@@ -239,6 +239,17 @@ struct Engine::Impl {
     int segments = 0;               // lossy segments still unexplained
     bool accepted = false;
     bool stale = false;             // evidence changed since it was scored
+
+    // Takes `part` of a lossy segment out of the evidence.
+    void remove(double part, const LossySegment& s, bool in_short) {
+      n -= part * s.n, k -= part * s.k;
+      if (in_short) ns -= part * s.n, ks -= part * s.k;
+      if (s.round_trip) {
+        n_rt -= part * s.n, k_rt -= part * s.k;
+        if (in_short) ns_rt -= part * s.n, ks_rt -= part * s.k;
+      }
+      stale = true;  // rescored when next read: one explanation reduces it many times
+    }
   };
 
   // Background loss per probe, over a round trip and over one direction
@@ -256,9 +267,10 @@ struct Engine::Impl {
   // minority of sources, or of destinations (a dead host is probed by every
   // source), so the round trip's rate is the lower of two pools: without
   // the 5 % (at least one) of source ports, and without the 5 % of
-  // destination hosts, with the most loss. One-way rates come from the source ports the round trip
-  // keeps (records to a host that does not answer carry no one-way split),
-  // and a direction never loses more than the round trip it is part of.
+  // destination hosts, with the most loss. One-way rates come from the
+  // source ports the round trip keeps (records to a host that does not
+  // answer carry no one-way split), and a direction never loses more than
+  // the round trip it is part of.
   static size_t kept(size_t n) { return n - std::min(n - 1, (n + 19) / 20); }  // 5 %, at least one
 
   Background estimateBackground() const {
@@ -405,14 +417,8 @@ struct Engine::Impl {
       bool in_short = s.t >= short_from;
       auto reduce = [&](Candidate& c) {
         if (c.accepted) return;
-        c.n -= part * s.n, c.k -= part * s.k;
-        if (in_short) c.ns -= part * s.n, c.ks -= part * s.k;
-        if (s.round_trip) {
-          c.n_rt -= part * s.n, c.k_rt -= part * s.k;
-          if (in_short) c.ns_rt -= part * s.n, c.ks_rt -= part * s.k;
-        }
+        c.remove(part, s, in_short);
         if (unexplained[i] < 0.5 && unexplained[i] + part >= 0.5) --c.segments;
-        c.stale = true;  // rescored when next read: one explanation reduces it many times
       };
       for (DirLinkId d : lossy.linksOf(s)) {
         if (auto it = link_c.find(d); it != link_c.end()) reduce(it->second);
@@ -503,14 +509,7 @@ struct Engine::Impl {
             if (h != j && !dropped[h]) left *= 1 - explainedShare(accepted[h].first, accepted[h].second, segs[i]);
           }
           const double part = unexplained0[i] * (1 - left);
-          if (part <= 0) continue;
-          const LossySegment& s = segs[i];
-          rest.n -= part * s.n, rest.k -= part * s.k;
-          if (s.t >= short_from) rest.ns -= part * s.n, rest.ks -= part * s.k;
-          if (s.round_trip) {
-            rest.n_rt -= part * s.n, rest.k_rt -= part * s.k;
-            if (s.t >= short_from) rest.ns_rt -= part * s.n, rest.ks_rt -= part * s.k;
-          }
+          if (part > 0) rest.remove(part, segs[i], segs[i].t >= short_from);
         }
         score(rest);
         const double min_loss = key.kind == Key::kLink ? cfg.min_loss : kMinHostLoss;
@@ -592,11 +591,20 @@ struct Engine::Impl {
     if (key.kind == Key::kNode) return seg.forward && seg.dst_node == key.id ? 1.0 : 0.0;
     auto ls = lossy.linksOf(seg);
     if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
+    const double s = unseenShare(seg, key.id, false);
+    return s > 0 ? crossedPosterior(seg, s, std::max(c.loss, 1e-9)) : 0.0;
+  }
+
+  // The largest ECMP share of link d on the segment's unseen stretches
+  // (remembered paths count as unseen when `doubt_cache`).
+  double unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) {
     double s_max = 0;
     for (const Middle& m : seg.middle) {
-      if (!m.known()) s_max = std::max(s_max, shares.share(m.from, m.to, key.id));
+      if (!m.known() || (doubt_cache && m.cached && m.from != m.to)) {
+        s_max = std::max(s_max, shares.share(m.from, m.to, d));
+      }
     }
-    return s_max > 0 ? crossedPosterior(seg, s_max, std::max(c.loss, 1e-9)) : 0.0;
+    return s_max;
   }
 
   // Removes from the evidence what link `d` with loss `x` explains: every
@@ -616,12 +624,7 @@ struct Engine::Impl {
     }
     for (uint32_t i = 0; i < segs.size(); ++i) {
       if (certain[i]) continue;
-      double s_max = 0;
-      for (const Middle& m : segs[i].middle) {
-        if (!m.known() || (doubt_cache && m.cached && m.from != m.to)) {
-          s_max = std::max(s_max, shares.share(m.from, m.to, d));
-        }
-      }
+      const double s_max = unseenShare(segs[i], d, doubt_cache);
       if (s_max > 0) discount(i, crossedPosterior(segs[i], s_max, x));
     }
   }
