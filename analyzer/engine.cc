@@ -230,7 +230,8 @@ struct Engine::Impl {
   struct Candidate {
     double n = 0, k = 0;            // long horizon, after explaining away
     double ns = 0, ks = 0;          // short horizon
-    // Of those, probes and losses of round-trip segments (all of a host's).
+    // Of those, probes and losses of round-trip segments (for a link; a
+    // host's are all round trips).
     double n_rt = 0, k_rt = 0, ns_rt = 0, ks_rt = 0;
     bool host = false;
     double q0 = 0;                  // background of these probes (pooled)
@@ -326,16 +327,19 @@ struct Engine::Impl {
   }
 
   void score(Candidate& c) const {
-    if (c.host) c.n_rt = c.n, c.k_rt = c.k, c.ns_rt = c.ns, c.ks_rt = c.ks;
+    // Probes to a host are whole round trips, whatever the records carried.
+    auto rt = [&c](double all, double round_trips) { return c.host ? all : round_trips; };
+    const double n_rt = rt(c.n, c.n_rt), k_rt = rt(c.k, c.k_rt);
+    const double ns_rt = rt(c.ns, c.ns_rt), ks_rt = rt(c.ks, c.ks_rt);
     // Two horizons tested, with half the prior each; the short one is tested
     // on every one of the windows that fit in the long one (a scan
     // statistic), so each short window gets that share of its half.
     double x_long = 0, x_short = 0;
-    const double l_long = llrOf(c.n, c.k, c.n_rt, c.k_rt, &x_long);
-    const double l_short = llrOf(c.ns, c.ks, c.ns_rt, c.ks_rt, &x_short) - log_short_windows;
+    const double l_long = llrOf(c.n, c.k, n_rt, k_rt, &x_long);
+    const double l_short = llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short) - log_short_windows;
     c.llr = std::max(l_long, l_short) - std::log(2.0);
     const bool short_wins = l_short > l_long;
-    c.q0 = short_wins ? nullRate(c.ns, c.ns_rt) : nullRate(c.n, c.n_rt);
+    c.q0 = short_wins ? nullRate(c.ns, ns_rt) : nullRate(c.n, n_rt);
     c.loss = short_wins ? x_short : x_long;
   }
 
@@ -393,7 +397,7 @@ struct Engine::Impl {
       Candidate c;
       Tally t = to_node.total(n), s = to_node.recent(n, kShortBuckets);
       c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
-      c.host = true;  // probes to a host: whole round trips
+      c.host = true;
       c.segments = static_cast<int>(list.size());
       score(c);
       node_c[n] = c;
