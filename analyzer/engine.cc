@@ -73,8 +73,8 @@ struct Engine::Impl {
 
   FlowPaths flows;
   EcmpShares shares;
-  BucketedTallies links;      // per directed link: certain-path probes / losses
-  BucketedTallies to_node;    // per node: probes sent to it / lost
+  BucketedTallies links;    // per directed link: certain-path probes / losses
+  BucketedTallies to_node;  // per node: probes sent to it / lost
   // Per host port (background), three keys from its slot i: 3i all probes it
   // sent and their losses, 3i+1 one-way records' probes and forward losses,
   // 3i+2 their probes that arrived and reverse losses. Adjacent keys share a
@@ -109,7 +109,8 @@ struct Engine::Impl {
         links(t.dirLinkCount(), buckets, c.bucket_s),
         to_node(t.nodeCount(), buckets, c.bucket_s),
         host_slot(hostSlots(t)),
-        from_port(3 * static_cast<size_t>(std::ranges::count_if(host_slot, [](uint32_t s) { return s != kNone; })),
+        from_port(3 * static_cast<size_t>(
+                          std::ranges::count_if(host_slot, [](uint32_t s) { return s != kNone; })),
                   buckets, c.bucket_s),
         counters(t.portCount(), buckets, c.bucket_s),
         latency(t.dirLinkCount(), buckets, c.bucket_s),
@@ -154,17 +155,18 @@ struct Engine::Impl {
     }
   }
 
-  void addSegment(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,
-                  NodeId dst, bool forward, Middle m0, Middle m1 = {}) {
+  void addSegment(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg, NodeId dst,
+                  bool forward, Middle m0, Middle m1 = {}) {
     if (n == 0) return;
     for (DirLinkId d : seg) links.add(d, t, n, k);
     if (k > 0) lossy.add(t, n, k, seg, dst, forward, m0, m1, false);
   }
 
-  void addRoundTrip(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,
-                    NodeId dst, Middle m0, Middle m1) {
+  void addRoundTrip(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg, NodeId dst,
+                    Middle m0, Middle m1) {
     if (n == 0) return;
-    if (!links_rt) links_rt = std::make_unique<BucketedTallies>(topo.dirLinkCount(), buckets, cfg.bucket_s);
+    if (!links_rt)
+      links_rt = std::make_unique<BucketedTallies>(topo.dirLinkCount(), buckets, cfg.bucket_s);
     for (DirLinkId d : seg) {
       links.add(d, t, n, k);
       links_rt->add(d, t, n, k);
@@ -217,29 +219,30 @@ struct Engine::Impl {
     ++stats.lldp;
     lldp_neighbor[r.port] = r.neighbor;
     const Port& p = topo.port(r.port);
-    std::string expected = p.link == kNone ? "" : topo.portRef(topo.dirDstPort(topo.egressOf(r.port)));
+    std::string expected =
+        p.link == kNone ? "" : topo.portRef(topo.dirDstPort(topo.egressOf(r.port)));
     // A neighbour may be named by port ("leaf1:swp1") or by node only.
-    bool ok = r.neighbor == expected ||
-              (r.neighbor.find(':') == std::string::npos && p.link != kNone &&
-               r.neighbor == topo.node(topo.peerNode(r.port)).name);
+    bool ok =
+        r.neighbor == expected || (r.neighbor.find(':') == std::string::npos && p.link != kNone &&
+                                   r.neighbor == topo.node(topo.peerNode(r.port)).name);
     lldp_mismatch[r.port] = !ok;
   }
 
   // ---- the localization pass ---------------------------------------------
 
   struct Candidate {
-    double n = 0, k = 0;            // long horizon, after explaining away
-    double ns = 0, ks = 0;          // short horizon
+    double n = 0, k = 0;    // long horizon, after explaining away
+    double ns = 0, ks = 0;  // short horizon
     // Of those, probes and losses of round-trip segments (for a link; a
     // host's are all round trips).
     double n_rt = 0, k_rt = 0, ns_rt = 0, ks_rt = 0;
     bool host = false;
-    double q0 = 0;                  // background of these probes (pooled)
+    double q0 = 0;  // background of these probes (pooled)
     double llr = 0;
     double loss = 0;
-    int segments = 0;               // lossy segments still unexplained
+    int segments = 0;  // lossy segments still unexplained
     bool accepted = false;
-    bool stale = false;             // evidence changed since it was scored
+    bool stale = false;  // evidence changed since it was scored
 
     // Takes `part` of a lossy segment out of the evidence.
     void remove(double part, const LossySegment& s, bool in_short) {
@@ -369,8 +372,9 @@ struct Engine::Impl {
     lossy.expire(now - cfg.horizon_s);
     if (links_rt) links_rt->advanceTo(now);
     background = estimateBackground();
-    const double short_from = (static_cast<double>(links.newestBucket()) -
-                               static_cast<double>(kShortBuckets) + 1) * cfg.bucket_s;
+    const double short_from =
+        (static_cast<double>(links.newestBucket()) - static_cast<double>(kShortBuckets) + 1) *
+        cfg.bucket_s;
 
     // Candidates: every link and host with a loss in the horizon.
     std::unordered_map<uint32_t, Candidate> link_c, node_c;
@@ -510,7 +514,8 @@ struct Engine::Impl {
         for (uint32_t i : key.kind == Key::kLink ? link_segs[key.id] : node_segs[key.id]) {
           double left = 1;
           for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
-            if (h != j && !dropped[h]) left *= 1 - explainedShare(accepted[h].first, accepted[h].second, segs[i]);
+            if (h != j && !dropped[h])
+              left *= 1 - explainedShare(accepted[h].first, accepted[h].second, segs[i]);
           }
           const double part = unexplained0[i] * (1 - left);
           if (part > 0) rest.remove(part, segs[i], segs[i].t >= short_from);
@@ -562,7 +567,8 @@ struct Engine::Impl {
   // down/up cycle is 2; a flapping link shows at least two cycles.
   static constexpr double kFlapChanges = 4;
   double carrierChanges(LinkId l) const {
-    return std::max(counters.carrierChanges(topo.link(l).a), counters.carrierChanges(topo.link(l).b));
+    return std::max(counters.carrierChanges(topo.link(l).a),
+                    counters.carrierChanges(topo.link(l).b));
   }
   bool reportedDown(LinkId l) const {
     auto a = counters.operUp(topo.link(l).a), b = counters.operUp(topo.link(l).b);
@@ -616,8 +622,8 @@ struct Engine::Impl {
   // a stretch discovery did not see, by the posterior that they did.
   template <typename Discount>
   void explainBy(DirLinkId d, std::optional<double> x,
-                 std::unordered_map<uint32_t, std::vector<uint32_t>>& link_segs,
-                 Discount& discount, bool doubt_cache = false) {
+                 std::unordered_map<uint32_t, std::vector<uint32_t>>& link_segs, Discount& discount,
+                 bool doubt_cache = false) {
     const auto& segs = lossy.segments();
     std::vector<bool> certain(segs.size(), false);
     if (auto it = link_segs.find(d); it != link_segs.end()) {
@@ -731,7 +737,8 @@ struct Engine::Impl {
       ev["summary"] = "probes to " + topo.node(key.id).name + " lost on every path to it";
     }
     if (!alt_name.empty()) {
-      ev["ruled_out"] = {{"hypothesis", alt_name}, {"llr_nats", alt_llr},
+      ev["ruled_out"] = {{"hypothesis", alt_name},
+                         {"llr_nats", alt_llr},
                          {"why", "explains less of the evidence"}};
     }
     bool changed = inc.kind != kind;
@@ -765,14 +772,13 @@ struct Engine::Impl {
       inc.kind = kLinkLatency;
       inc.confidence = conf;
       inc.loss_ratio = 0;
-      inc.evidence = {
-          {"method", "excess round-trip time over same-length paths, explained away"},
-          {"summary", topo.dirLinkName(s.link) + ": flows crossing it are " +
-                          std::to_string(static_cast<int64_t>(s.added_us)) +
-                          " us slower than flows on paths of the same length"},
-          {"added_latency_us", s.added_us},
-          {"z", s.z},
-          {"records", s.records}};
+      inc.evidence = {{"method", "excess round-trip time over same-length paths, explained away"},
+                      {"summary", topo.dirLinkName(s.link) + ": flows crossing it are " +
+                                      std::to_string(static_cast<int64_t>(s.added_us)) +
+                                      " us slower than flows on paths of the same length"},
+                      {"added_latency_us", s.added_us},
+                      {"z", s.z},
+                      {"records", s.records}};
       t.strong_passes = conf >= cfg.page_confidence ? t.strong_passes + 1 : 0;
       if (!inc.localized_at && t.strong_passes >= 2) {
         inc.localized_at = now;
@@ -857,12 +863,12 @@ struct Engine::Impl {
       inc.confidence = 0.99;
       nlohmann::json seen_json = nlohmann::json::array();
       for (PortId p : ports) {
-        seen_json.push_back({{"port", topo.portRef(p)},
-                             {"lldp_neighbor", lldp_neighbor[p]},
-                             {"topology_peer", topo.port(p).link == kNone
-                                                   ? "(unconnected)"
-                                                   : topo.portRef(topo.dirDstPort(
-                                                         topo.egressOf(p)))}});
+        seen_json.push_back(
+            {{"port", topo.portRef(p)},
+             {"lldp_neighbor", lldp_neighbor[p]},
+             {"topology_peer", topo.port(p).link == kNone
+                                   ? "(unconnected)"
+                                   : topo.portRef(topo.dirDstPort(topo.egressOf(p)))}});
       }
       inc.evidence = {{"method", "LLDP against the topology"}, {"ports", seen_json}};
       if (!inc.localized_at) {

@@ -23,20 +23,20 @@
 namespace netdiag::analyzer {
 
 struct EngineConfig {
-  double bucket_s = 5;          // evidence is kept in buckets of this width
-  double horizon_s = 180;       // how far back evidence counts
-  double pass_interval_s = 5;   // decisions every this many seconds of log time
-  double late_tolerance_s = 30; // records this late still count as in order
+  double bucket_s = 5;            // evidence is kept in buckets of this width
+  double horizon_s = 180;         // how far back evidence counts
+  double pass_interval_s = 5;     // decisions every this many seconds of log time
+  double late_tolerance_s = 30;   // records this late still count as in order
   double page_confidence = 0.99;  // localize (page) at or above this posterior
-  double min_loss = 3e-4;       // smallest loss ratio worth a link incident
-  double resolve_after_s = 60;  // clean this long before an incident resolves
-  size_t expected_flows = 0;    // sizes the path memory up front (0: grow as seen)
+  double min_loss = 3e-4;         // smallest loss ratio worth a link incident
+  double resolve_after_s = 60;    // clean this long before an incident resolves
+  size_t expected_flows = 0;      // sizes the path memory up front (0: grow as seen)
 };
 
 struct IngestStats {
   uint64_t probes = 0, ports = 0, lldp = 0;
-  uint64_t late = 0;       // older than the newest t but within tolerance
-  uint64_t too_late = 0;   // older than the tolerance: stored, not used for past decisions
+  uint64_t late = 0;      // older than the newest t but within tolerance
+  uint64_t too_late = 0;  // older than the tolerance: stored, not used for past decisions
   uint64_t passes = 0;
 };
 

@@ -108,10 +108,10 @@ class BucketedTallies {
   double width_;
   int64_t newest_ = INT64_MIN;
   bool compact_ = true;
-  size_t newest_slot_ = 0;    // slot(newest_)
+  size_t newest_slot_ = 0;  // slot(newest_)
   // A time whose bucket is newest_ (NaN: none), set by addSlow.
   double last_t_ = std::numeric_limits<double>::quiet_NaN();
-  std::vector<Cell, HugePageAllocator<Cell>> cells_;    // compact: [slot * size + key]
+  std::vector<Cell, HugePageAllocator<Cell>> cells_;   // compact: [slot * size + key]
   std::vector<Tally, HugePageAllocator<Tally>> ring_;  // wide: [slot * size + key]
   // Compact: over the ring but its newest bucket; wide: over the whole ring.
   std::vector<Tally, HugePageAllocator<Tally>> total_;

@@ -70,8 +70,8 @@ class FlowPaths {
   Middle accessMiddle(topology::PortId src, topology::PortId dst) const;
 
   const topology::Topology& topo_;
-  unsigned id_bits_;    // bits per inline link id
-  unsigned max_inline_; // links per inline path
+  unsigned id_bits_;     // bits per inline link id
+  unsigned max_inline_;  // links per inline path
   uint64_t id_mask_;
   std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;  // capacity - 1

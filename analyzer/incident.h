@@ -31,8 +31,8 @@ inline constexpr const char* kHostUnreachable = "host_unreachable";
 inline constexpr const char* kMiscabling = "miscabling";
 
 struct Incident {
-  std::string id;    // "inc-<n>", unique within one analyzer's history
-  std::string kind;  // one of the constants above
+  std::string id;                    // "inc-<n>", unique within one analyzer's history
+  std::string kind;                  // one of the constants above
   DirLinkId link = topology::kNone;  // link kinds and congestion
   bool both_directions = false;
   NodeId node = topology::kNone;  // host_unreachable

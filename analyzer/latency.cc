@@ -28,8 +28,8 @@ Tally decode(Tally t) { return {t.n, (t.k - t.n * kOffset) / kUnitsPerUs}; }
 LatencyEvidence::LatencyEvidence(size_t dir_links, size_t buckets, double width_s)
     : excess_(dir_links, buckets, width_s), spread_(1, buckets, width_s) {}
 
-void LatencyEvidence::add(double t, double rtt_us, size_t hops,
-                          const std::vector<DirLinkId>& links, Middle back) {
+void LatencyEvidence::add(double t, double rtt_us, size_t hops, const std::vector<DirLinkId>& links,
+                          Middle back) {
   if (!std::isfinite(rtt_us) || rtt_us < 0) return;
   if (hops >= median_by_hops_.size()) median_by_hops_.resize(hops + 1, NAN);
   double& m = median_by_hops_[hops];

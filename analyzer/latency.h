@@ -30,8 +30,7 @@ class LatencyEvidence {
 
   // A record's p50 RTT over `hops` hops (forward + reverse), crossing
   // `links` for certain, and its return over the unseen stretch `back`.
-  void add(double t, double rtt_us, size_t hops, const std::vector<DirLinkId>& links,
-           Middle back);
+  void add(double t, double rtt_us, size_t hops, const std::vector<DirLinkId>& links, Middle back);
   void advanceTo(double now, double horizon_s);
 
   // Links whose flows are slower than their peers by at least `min_added_us`
@@ -47,10 +46,10 @@ class LatencyEvidence {
     std::vector<DirLinkId> links;
     Middle back;
   };
-  BucketedTallies excess_;   // per link: n = records, k = sum of excess (fixed point, latency.cc)
-  BucketedTallies spread_;   // key 0: n = records, k = sum of squared excess
+  BucketedTallies excess_;  // per link: n = records, k = sum of excess (fixed point, latency.cc)
+  BucketedTallies spread_;  // key 0: n = records, k = sum of squared excess
   std::vector<double> median_by_hops_;
-  std::deque<Slow> slow_;    // records well above their median, kept one by one
+  std::deque<Slow> slow_;  // records well above their median, kept one by one
 };
 
 }  // namespace netdiag::analyzer

@@ -66,7 +66,10 @@ inline double twoClassLlr(double n1, double k1, double q1, double n2, double k2,
   double x = std::clamp((k1 + k2) / (n1 + n2) - (q1 * n1 + q2 * n2) / (n1 + n2), 0.0, hi);
   for (int i = 0; i < 60; ++i) {
     const double g = slope(x, curve);
-    if (g > 0) lo = x; else hi = x;
+    if (g > 0)
+      lo = x;
+    else
+      hi = x;
     double next = x - g / curve;
     if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);  // Newton left the bracket
     if (std::abs(next - x) <= 1e-15 + 1e-12 * x) {

@@ -24,9 +24,9 @@
 #include "analyzer/engine.h"
 #include "bench/localizers.h"
 #include "planner/plan.h"
+#include "sim/rng.h"
 #include "sim/scenario.h"
 #include "sim/score.h"
-#include "sim/rng.h"
 #include "sim/simulator.h"
 #include "telemetry/tee.h"
 
@@ -94,8 +94,8 @@ std::vector<Run> runOne(const std::string& scenario_file, const std::string& kin
       std::fprintf(stderr, "bad report from %s: %s\n", l.name.c_str(), error.c_str());
       continue;
     }
-    runs.push_back({kind, fabric, l.name, seed,
-                    sim::scoreReport(simulator->truth(), *report, &*topo), secs});
+    runs.push_back(
+        {kind, fabric, l.name, seed, sim::scoreReport(simulator->truth(), *report, &*topo), secs});
   }
   return runs;
 }
@@ -124,15 +124,24 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "accuracy: %s needs a value\n%s", a.c_str(), usage);
       return 2;
     }
-    if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
-    else if (a == "--kinds") kinds_arg = argv[i + 1];
-    else if (a == "--fabrics") fabrics_arg = argv[i + 1];
-    else if (a == "--methods") methods_arg = argv[i + 1];
-    else if (a == "--threads") threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (a == "--json") json_out = argv[i + 1];
-    else if (a == "--runs") runs_out = argv[i + 1];
-    else if (a == "--one-way") g_one_way = std::atof(argv[i + 1]);
-    else if (a == "--path-unknown") g_path_unknown = std::atof(argv[i + 1]);
+    if (a == "--seeds")
+      seeds = std::atoi(argv[i + 1]);
+    else if (a == "--kinds")
+      kinds_arg = argv[i + 1];
+    else if (a == "--fabrics")
+      fabrics_arg = argv[i + 1];
+    else if (a == "--methods")
+      methods_arg = argv[i + 1];
+    else if (a == "--threads")
+      threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (a == "--json")
+      json_out = argv[i + 1];
+    else if (a == "--runs")
+      runs_out = argv[i + 1];
+    else if (a == "--one-way")
+      g_one_way = std::atof(argv[i + 1]);
+    else if (a == "--path-unknown")
+      g_path_unknown = std::atof(argv[i + 1]);
     else {
       std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
       return 2;
@@ -187,12 +196,15 @@ int main(int argc, char** argv) {
         if (it.time_to_localize) ttl.push_back(*it.time_to_localize);
       }
       for (const auto& fp : r.score.false_positives) {
-        fps.push_back({{"kind", fp.kind}, {"target", fp.target}, {"at", fp.localized_at},
+        fps.push_back({{"kind", fp.kind},
+                       {"target", fp.target},
+                       {"at", fp.localized_at},
                        {"reason", fp.reason}});
       }
-      f << nlohmann::json{{"kind", r.kind}, {"fabric", r.fabric}, {"seed", r.seed},
-                          {"method", r.method}, {"misses", misses}, {"false_positives", fps},
-                          {"time_to_localize", ttl}}.dump()
+      f << nlohmann::json{{"kind", r.kind},         {"fabric", r.fabric}, {"seed", r.seed},
+                          {"method", r.method},     {"misses", misses},   {"false_positives", fps},
+                          {"time_to_localize", ttl}}
+               .dump()
         << '\n';
     }
   }
@@ -222,8 +234,8 @@ int main(int argc, char** argv) {
       if (it.is_fault && it.open_delay) a.open.push_back(*it.open_delay);
     }
   }
-  std::printf("%-18s %-10s %5s %6s %9s %7s %6s %5s %9s %9s %8s %8s %8s\n", "kind", "method",
-              "runs", "items", "precision", "recall", "F1", "FP", "dir-fab", "dir-acc", "ttl-med",
+  std::printf("%-18s %-10s %5s %6s %9s %7s %6s %5s %9s %9s %8s %8s %8s\n", "kind", "method", "runs",
+              "items", "precision", "recall", "F1", "FP", "dir-fab", "dir-acc", "ttl-med",
               "ttl-max", "open-med");
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [key, a] : agg) {
@@ -233,22 +245,29 @@ int main(int argc, char** argv) {
     auto ratio = [](size_t ok, size_t n) { return n ? static_cast<double>(ok) / n : NAN; };
     const double ttl_max = a.ttl.empty() ? NAN : *std::max_element(a.ttl.begin(), a.ttl.end());
     std::printf("%-18s %-10s %5zu %6zu %9.3f %7.3f %6.3f %5zu %9.3f %9.3f %8.1f %8.1f %8.1f\n",
-                key.first.c_str(), key.second.c_str(), a.runs, a.items, precision, recall, f1,
-                a.fp, ratio(a.dir_fabric_ok, a.dir_fabric), ratio(a.dir_access_ok, a.dir_access),
+                key.first.c_str(), key.second.c_str(), a.runs, a.items, precision, recall, f1, a.fp,
+                ratio(a.dir_fabric_ok, a.dir_fabric), ratio(a.dir_access_ok, a.dir_access),
                 median(a.ttl), ttl_max, median(a.open));
-    out.push_back({{"kind", key.first}, {"method", key.second}, {"runs", a.runs},
-                   {"items", a.items}, {"found", a.found}, {"false_positives", a.fp},
-                   {"link_false_positives", a.fp_link}, {"precision", precision},
-                   {"recall", recall}, {"f1", f1},
-                   {"direction_fabric", ratio(a.dir_fabric_ok, a.dir_fabric)},
-                   {"direction_access", ratio(a.dir_access_ok, a.dir_access)},
-                   {"ttl_median_s", median(a.ttl)},
-                   {"ttl_max_s", a.ttl.empty() ? NAN : *std::max_element(a.ttl.begin(), a.ttl.end())},
-                   {"open_delay_median_s", median(a.open)},
-                   {"found_within_180s", std::count_if(a.ttl.begin(), a.ttl.end(),
-                                                       [](double t) { return t <= 180; })},
-                   {"found_within_120s", std::count_if(a.ttl.begin(), a.ttl.end(),
-                                                       [](double t) { return t <= 120; })}});
+    out.push_back(
+        {{"kind", key.first},
+         {"method", key.second},
+         {"runs", a.runs},
+         {"items", a.items},
+         {"found", a.found},
+         {"false_positives", a.fp},
+         {"link_false_positives", a.fp_link},
+         {"precision", precision},
+         {"recall", recall},
+         {"f1", f1},
+         {"direction_fabric", ratio(a.dir_fabric_ok, a.dir_fabric)},
+         {"direction_access", ratio(a.dir_access_ok, a.dir_access)},
+         {"ttl_median_s", median(a.ttl)},
+         {"ttl_max_s", a.ttl.empty() ? NAN : *std::max_element(a.ttl.begin(), a.ttl.end())},
+         {"open_delay_median_s", median(a.open)},
+         {"found_within_180s",
+          std::count_if(a.ttl.begin(), a.ttl.end(), [](double t) { return t <= 180; })},
+         {"found_within_120s",
+          std::count_if(a.ttl.begin(), a.ttl.end(), [](double t) { return t <= 120; })}});
   }
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << '\n';
   return 0;

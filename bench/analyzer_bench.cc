@@ -59,9 +59,15 @@ struct Collected : telemetry::RecordSink {
   void replay(telemetry::RecordSink& sink) const {
     for (const Ref& x : order) {
       switch (x.kind) {
-        case 0: sink.onProbe(probes[x.index]); break;
-        case 1: sink.onPort(ports[x.index]); break;
-        default: sink.onLldp(lldp[x.index]); break;
+        case 0:
+          sink.onProbe(probes[x.index]);
+          break;
+        case 1:
+          sink.onPort(ports[x.index]);
+          break;
+        default:
+          sink.onLldp(lldp[x.index]);
+          break;
       }
     }
   }
@@ -70,7 +76,7 @@ struct Collected : telemetry::RecordSink {
 struct Dataset {
   std::unique_ptr<topology::Topology> topo;
   Collected records;
-  std::string jsonl;  // the whole run rendered as JSON Lines
+  std::string jsonl;   // the whole run rendered as JSON Lines
   uint64_t paths = 0;  // probe records with a (full or partial) path
 };
 
@@ -177,8 +183,9 @@ void jsonl(benchmark::State& state, double duration_s, Paths paths, bool with_en
     std::istringstream in(d.jsonl);
     state.ResumeTiming();
     telemetry::ReadStats stats;
-    telemetry::readJsonl(in, *d.topo, with_engine ? static_cast<telemetry::RecordSink&>(*engine)
-                                                  : static_cast<telemetry::RecordSink&>(null),
+    telemetry::readJsonl(in, *d.topo,
+                         with_engine ? static_cast<telemetry::RecordSink&>(*engine)
+                                     : static_cast<telemetry::RecordSink&>(null),
                          stats);
     if (stats.bad != 0) state.SkipWithError("bad lines in the bench log");
     benchmark::DoNotOptimize(null.n);
@@ -195,7 +202,7 @@ void jsonl(benchmark::State& state, double duration_s, Paths paths, bool with_en
       static_cast<double>(d.jsonl.size()) / static_cast<double>(d.records.order.size());
 }
 
-constexpr double kFull = 60;   // seconds of simulated log
+constexpr double kFull = 60;  // seconds of simulated log
 constexpr double kSmall = 10;
 
 void BM_Engine_ProbesWithPath(benchmark::State& s) { engineProbes(s, kFull, Paths::kAll); }

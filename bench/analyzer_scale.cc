@@ -17,13 +17,9 @@
 // the same simulation into a counting sink first, for the simulator's own
 // time (wall of the engine run minus it is another estimate of the engine's).
 
-#include <sys/resource.h>
-#include <time.h>
-#include <x86intrin.h>
-
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +28,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
+#include <time.h>
+#include <x86intrin.h>
 
 #include "analyzer/engine.h"
 #include "planner/plan.h"
@@ -73,8 +72,8 @@ struct Count : telemetry::RecordSink {
 struct Timed : telemetry::RecordSink {
   analyzer::Engine& engine;
   int rss_every;
-  uint64_t ticks = 0;           // all engine calls
-  uint64_t pass_ticks = 0;      // calls that ran a pass
+  uint64_t ticks = 0;       // all engine calls
+  uint64_t pass_ticks = 0;  // calls that ran a pass
   uint64_t max_pass_ticks = 0;
   double max_pass_at = 0;
   uint64_t max_other_ticks = 0;  // slowest call without a pass
@@ -146,8 +145,7 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  std::string fabric =
-      "rail:sus=400,hosts_per_su=32,rails=8,spines=32,leaf_uplinks=32,cores=16";
+  std::string fabric = "rail:sus=400,hosts_per_su=32,rails=8,spines=32,leaf_uplinks=32,cores=16";
   double onset = 10;
   uint64_t seed = 1;
   bool count_first = false;
@@ -227,7 +225,7 @@ int main(int argc, char** argv) {
       char buf[512];
       std::snprintf(buf, sizeof buf, "  event t=%.0f %s %s %s localized=%s resolved=%s conf=%.4f",
                     engine.report().generated_at, i.id.c_str(), i.kind.c_str(),
-                    i.link != topology::kNone ? topo->dirLinkName(i.link).c_str()
+                    i.link != topology::kNone   ? topo->dirLinkName(i.link).c_str()
                     : i.node != topology::kNone ? topo->node(i.node).name.c_str()
                                                 : "-",
                     i.localized_at ? std::to_string(*i.localized_at).c_str() : "no",
@@ -253,7 +251,8 @@ int main(int argc, char** argv) {
   std::sort(pl.begin(), pl.end());
   auto pct = [&](double q) {
     return pl.empty() ? 0.0
-                      : static_cast<double>(pl[static_cast<size_t>(q * static_cast<double>(pl.size() - 1))]) *
+                      : static_cast<double>(
+                            pl[static_cast<size_t>(q * static_cast<double>(pl.size() - 1))]) *
                             tick_s;
   };
 
@@ -272,10 +271,11 @@ int main(int argc, char** argv) {
   double localized_at = NAN;
   int link_incidents = 0, localized_incidents = 0;
   for (const auto& inc : report.incidents) {
-    std::string name = inc.link != topology::kNone ? topo->dirLinkName(inc.link)
+    std::string name = inc.link != topology::kNone   ? topo->dirLinkName(inc.link)
                        : inc.node != topology::kNone ? topo->node(inc.node).name
                                                      : "-";
-    std::fprintf(stderr, "incident %s %s %s opened %.0f localized %s resolved %s conf %.4f loss %.4g\n",
+    std::fprintf(stderr,
+                 "incident %s %s %s opened %.0f localized %s resolved %s conf %.4f loss %.4g\n",
                  inc.id.c_str(), inc.kind.c_str(), name.c_str(), inc.opened_at,
                  inc.localized_at ? std::to_string(*inc.localized_at).c_str() : "-",
                  inc.resolved_at ? std::to_string(*inc.resolved_at).c_str() : "-", inc.confidence,
@@ -284,8 +284,8 @@ int main(int argc, char** argv) {
     localized_incidents += inc.localized_at.has_value();
     if (inc.link != topology::kNone && name == truth_link && inc.localized_at) {
       found = "yes";
-      localized_at = std::isnan(localized_at) ? *inc.localized_at
-                                              : std::min(localized_at, *inc.localized_at);
+      localized_at =
+          std::isnan(localized_at) ? *inc.localized_at : std::min(localized_at, *inc.localized_at);
     }
   }
   std::fprintf(stderr, "truth: %s from %.0f s\n", truth_link.c_str(), onset);

@@ -16,17 +16,21 @@ using namespace netdiag;
 const topology::Topology& fabric(int64_t which) {
   static const topology::Topology small = topology::generateRail(
       {.sus = 4, .hosts_per_su = 32, .rails = 8, .spines = 8, .leaf_uplinks = 32, .cores = 4});
-  static const topology::Topology large =
-      topology::generateRail({.sus = 400, .hosts_per_su = 32, .rails = 8, .spines = 32,
-                              .leaf_uplinks = 32, .cores = 16, .addresses = false});
+  static const topology::Topology large = topology::generateRail({.sus = 400,
+                                                                  .hosts_per_su = 32,
+                                                                  .rails = 8,
+                                                                  .spines = 32,
+                                                                  .leaf_uplinks = 32,
+                                                                  .cores = 16,
+                                                                  .addresses = false});
   return which == 0 ? small : large;
 }
 
 void setLabel(benchmark::State& state, const topology::Topology& t) {
   size_t host_ports = 0;
   for (const auto& p : t.ports()) host_ports += t.node(p.node).isHost() ? 1 : 0;
-  state.SetLabel(std::to_string(host_ports) + " host ports, " +
-                 std::to_string(t.dirLinkCount()) + " directed links");
+  state.SetLabel(std::to_string(host_ports) + " host ports, " + std::to_string(t.dirLinkCount()) +
+                 " directed links");
 }
 
 void BM_FabricIndex(benchmark::State& state) {
@@ -75,14 +79,26 @@ void BM_PlanAndCoverage(benchmark::State& state) {
 BENCHMARK(BM_FabricIndex)->Name("Small/FabricIndex")->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MakePlan)->Name("Small/MakePlan")->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Coverage)->Name("Small/Coverage")->Arg(0)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_FabricIndex)->Name("Rail100k/FabricIndex")->Arg(1)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_FabricIndex)
+    ->Name("Rail100k/FabricIndex")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
-BENCHMARK(BM_MakePlan)->Name("Rail100k/MakePlan")->Arg(1)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_MakePlan)
+    ->Name("Rail100k/MakePlan")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
-BENCHMARK(BM_Coverage)->Name("Rail100k/Coverage")->Arg(1)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_Coverage)
+    ->Name("Rail100k/Coverage")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
-BENCHMARK(BM_PlanAndCoverage)->Name("Rail100k/PlanAndCoverage")->Arg(1)
-    ->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_PlanAndCoverage)
+    ->Name("Rail100k/PlanAndCoverage")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 }  // namespace
 

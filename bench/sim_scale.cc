@@ -6,12 +6,12 @@
 //
 //   sim_scale FABRIC_SPEC DURATION_S count|jsonl [SCENARIO]
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include <sys/resource.h>
 
 #include "planner/plan.h"
 #include "sim/scenario.h"
@@ -89,7 +89,6 @@ int main(int argc, char** argv) {
       argv[1], jsonl ? "jsonl" : "count", scenario.duration_s,
       static_cast<unsigned long long>(s.flows), setup, run,
       static_cast<unsigned long long>(s.probe_records), static_cast<unsigned long long>(records),
-      static_cast<double>(s.probe_records) / run, static_cast<double>(records) / run,
-      peakRssMiB());
+      static_cast<double>(s.probe_records) / run, static_cast<double>(records) / run, peakRssMiB());
   return 0;
 }

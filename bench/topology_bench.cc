@@ -18,8 +18,8 @@ using namespace netdiag::topology;
 // 102,400 host ports: 400 SUs x 32 hosts x 8 rails, 32 spines per rail
 // plane, 16 cores.
 const Topology& rail100k() {
-  static const Topology t = generateRail({.sus = 400, .hosts_per_su = 32, .rails = 8,
-                                          .spines = 32, .leaf_uplinks = 32, .cores = 16});
+  static const Topology t = generateRail(
+      {.sus = 400, .hosts_per_su = 32, .rails = 8, .spines = 32, .leaf_uplinks = 32, .cores = 16});
   return t;
 }
 
@@ -79,8 +79,12 @@ void BM_Small_EnumeratePaths(benchmark::State& s) { enumeratePaths(s, railSmall(
 
 void BM_Rail100k_Generate(benchmark::State& state) {
   for (auto _ : state) {
-    benchmark::DoNotOptimize(generateRail({.sus = 400, .hosts_per_su = 32, .rails = 8,
-                                           .spines = 32, .leaf_uplinks = 32, .cores = 16}));
+    benchmark::DoNotOptimize(generateRail({.sus = 400,
+                                           .hosts_per_su = 32,
+                                           .rails = 8,
+                                           .spines = 32,
+                                           .leaf_uplinks = 32,
+                                           .cores = 16}));
   }
 }
 

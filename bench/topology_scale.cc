@@ -7,8 +7,6 @@
 //
 // Prints one JSON object per run on stdout.
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <yaml-cpp/yaml.h>
 
 #include "topology/ecmp.h"
@@ -82,9 +81,9 @@ int runNetdiag(const char* file) {
       "\"links\": %zu, \"load_validate_s\": %.3f, \"count_query_us\": %.2f, "
       "\"mean_paths\": %.1f, \"enumerate_query_us\": %.2f, \"paths_enumerated\": %llu, "
       "\"peak_rss_mib\": %.1f}\n",
-      file, t.nodeCount(), host_ports.size(), t.linkCount(), load_s,
-      1e6 * count_s / kCountQueries, static_cast<double>(total_paths) / kCountQueries,
-      1e6 * enum_s / kEnumQueries, static_cast<unsigned long long>(enumerated), peakRssMiB());
+      file, t.nodeCount(), host_ports.size(), t.linkCount(), load_s, 1e6 * count_s / kCountQueries,
+      static_cast<double>(total_paths) / kCountQueries, 1e6 * enum_s / kEnumQueries,
+      static_cast<unsigned long long>(enumerated), peakRssMiB());
   return 0;
 }
 

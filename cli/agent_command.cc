@@ -2,14 +2,14 @@
 // or SIGINT. Every flag is also a key of the YAML file given with --config
 // (flags win); see collector/agent_config.h for the keys.
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <atomic>
 #include <ctime>
 #include <iostream>
 #include <map>
 #include <thread>
+
+#include <pthread.h>
+#include <signal.h>
 
 #include "cli/app.h"
 #include "cli/commands.h"

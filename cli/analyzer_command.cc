@@ -128,8 +128,9 @@ int runAnalyzer(const AnalyzerOptions& o) {
 void addAnalyzerCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<AnalyzerOptions>();
   auto* cmd = app.add_subcommand(
-      "analyzer", "Run the analyzer daemon: agent streams in (gRPC), incidents out (HTTP API, "
-                  "/metrics, SQLite); stops on SIGTERM/SIGINT");
+      "analyzer",
+      "Run the analyzer daemon: agent streams in (gRPC), incidents out (HTTP API, "
+      "/metrics, SQLite); stops on SIGTERM/SIGINT");
   cmd->add_option("--topology", o->topology, "Topology file")->required();
   cmd->add_option("--listen", o->listen, "gRPC listener for agents (HOST:PORT; 0 = any port)")
       ->capture_default_str();
@@ -165,10 +166,11 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--plan-seed", o->plan_seed, "Seed of the probe plan's peer choice")
       ->capture_default_str();
-  auto* cert = cmd->add_option("--tls-cert", o->tls_cert, "TLS certificate (PEM) of the gRPC listener")
-                   ->check(CLI::ExistingFile);
-  auto* key = cmd->add_option("--tls-key", o->tls_key, "Its private key (PEM)")
-                  ->check(CLI::ExistingFile);
+  auto* cert =
+      cmd->add_option("--tls-cert", o->tls_cert, "TLS certificate (PEM) of the gRPC listener")
+          ->check(CLI::ExistingFile);
+  auto* key =
+      cmd->add_option("--tls-key", o->tls_key, "Its private key (PEM)")->check(CLI::ExistingFile);
   cert->needs(key);
   key->needs(cert);
   cmd->add_option("--tls-ca", o->tls_ca, "CA (PEM) agents' certificates must chain to: mutual TLS")

@@ -100,9 +100,11 @@ int runDrain(const DrainOptions& o) {
 void addDrainCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<DrainOptions>();
   auto* cmd = app.add_subcommand(
-      "drain-plan", "Whether draining a link is safe: ECMP width left, hosts cut off (exit 1: unsafe)");
+      "drain-plan",
+      "Whether draining a link is safe: ECMP width left, hosts cut off (exit 1: unsafe)");
   cmd->add_option("--topology", o->topology, "Topology file")->required();
-  cmd->add_option("link", o->link, "The link: X:p->Y:q, X:p<->Y:q or one of its ports X:p")->required();
+  cmd->add_option("link", o->link, "The link: X:p->Y:q, X:p<->Y:q or one of its ports X:p")
+      ->required();
   cmd->add_option("--down", o->down, "Links already down or drained (repeatable)");
   cmd->add_flag("--json", o->json, "Print the plan as JSON");
   cmd->callback([o, &exit_code] { exit_code = runDrain(*o); });

@@ -50,7 +50,8 @@ std::string scalar(const json& v) {
 }
 
 void printEvidence(const json& inc) {
-  const json ev = inc.contains("evidence") && inc["evidence"].is_object() ? inc["evidence"] : json::object();
+  const json ev =
+      inc.contains("evidence") && inc["evidence"].is_object() ? inc["evidence"] : json::object();
   std::set<std::string> shown;
   auto used = [&](const char* k) {
     shown.insert(k);
@@ -64,7 +65,8 @@ void printEvidence(const json& inc) {
     const double n = num(ev, "probes"), k = num(ev, "lost");
     std::printf("  flows crossing the link: %.0f probes of known path, %.0f lost (%s)", n, k,
                 n > 0 ? pct(k / n).c_str() : "-");
-    if (used("lossy_flow_windows")) std::printf(" in %.0f lossy flow-windows", num(ev, "lossy_flow_windows"));
+    if (used("lossy_flow_windows"))
+      std::printf(" in %.0f lossy flow-windows", num(ev, "lossy_flow_windows"));
     std::printf("\n");
     if (used("background_loss")) {
       const double q0 = num(ev, "background_loss");
@@ -74,19 +76,23 @@ void printEvidence(const json& inc) {
     }
   }
   if (used("llr_nats")) {
-    std::printf("  log-likelihood ratio for this link against no fault: %.1f nats\n", num(ev, "llr_nats"));
+    std::printf("  log-likelihood ratio for this link against no fault: %.1f nats\n",
+                num(ev, "llr_nats"));
   }
   if (used("counters") && ev["counters"].is_object()) {
     std::printf("  port counters over the horizon:");
     for (auto& [k, v] : ev["counters"].items()) std::printf(" %s=%s", k.c_str(), scalar(v).c_str());
     std::printf("\n");
   }
-  if (used("carrier_changes")) std::printf("  carrier changes: %s\n", scalar(ev["carrier_changes"]).c_str());
+  if (used("carrier_changes"))
+    std::printf("  carrier changes: %s\n", scalar(ev["carrier_changes"]).c_str());
   if (used("ruled_out")) {
     const json& r = ev["ruled_out"];
     if (r.is_object()) {
-      std::printf("  alternative ruled out: %s (%s nats): %s\n", scalar(r.value("hypothesis", json("?"))).c_str(),
-                  scalar(r.value("llr_nats", json("?"))).c_str(), scalar(r.value("why", json("-"))).c_str());
+      std::printf("  alternative ruled out: %s (%s nats): %s\n",
+                  scalar(r.value("hypothesis", json("?"))).c_str(),
+                  scalar(r.value("llr_nats", json("?"))).c_str(),
+                  scalar(r.value("why", json("-"))).c_str());
     } else {
       std::printf("  alternatives ruled out: %s\n", r.dump().c_str());
     }
@@ -94,14 +100,18 @@ void printEvidence(const json& inc) {
   if (used("host")) std::printf("  note: %s\n", scalar(ev["host"]).c_str());
   if (used("ports") && ev["ports"].is_array()) {
     for (const json& p : ev["ports"]) {
-      std::printf("  port %s: LLDP sees %s, topology says %s\n", scalar(p.value("port", json("?"))).c_str(),
+      std::printf("  port %s: LLDP sees %s, topology says %s\n",
+                  scalar(p.value("port", json("?"))).c_str(),
                   scalar(p.value("lldp_neighbor", json("?"))).c_str(),
                   scalar(p.value("topology_peer", json("?"))).c_str());
     }
   }
-  if (used("added_latency_us")) std::printf("  added latency: %s us\n", scalar(ev["added_latency_us"]).c_str());
+  if (used("added_latency_us"))
+    std::printf("  added latency: %s us\n", scalar(ev["added_latency_us"]).c_str());
   for (auto& [k, v] : ev.items()) {
-    if (!shown.contains(k)) std::printf("  %s: %s\n", k.c_str(), v.is_structured() ? v.dump().c_str() : scalar(v).c_str());
+    if (!shown.contains(k))
+      std::printf("  %s: %s\n", k.c_str(),
+                  v.is_structured() ? v.dump().c_str() : scalar(v).c_str());
   }
 }
 
@@ -132,7 +142,8 @@ int runExplain(const ExplainOptions& o) {
   if (!o.analyzer.empty()) {
     auto body = httpGetJson(o.analyzer, "/api/v1/incidents/" + o.id, &error);
     if (!body || !body->contains("incident") || !(*body)["incident"].is_object()) {
-      std::cerr << "netdiag explain: " << (body ? "answer without an \"incident\" object" : error) << '\n';
+      std::cerr << "netdiag explain: " << (body ? "answer without an \"incident\" object" : error)
+                << '\n';
       return kExitError;
     }
     inc = (*body)["incident"];
@@ -170,16 +181,24 @@ int runExplain(const ExplainOptions& o) {
     return kExitOk;
   }
   const bool colour = useColour();
-  const std::string state = !isOpen(inc) ? "resolved" : isLocalized(inc) ? "localized" : "suspected";
+  const std::string state = !isOpen(inc)       ? "resolved"
+                            : isLocalized(inc) ? "localized"
+                                               : "suspected";
   const std::string sev = isOpen(inc) ? severityOf(inc) : "resolved";
   std::printf("%s  %s  %s  %s\n", inc.value("id", "?").c_str(), inc.value("kind", "?").c_str(),
-              paint(sev, sev == "critical" ? "1;31" : sev == "warning" ? "33" : "2", colour).c_str(),
+              paint(sev,
+                    sev == "critical"  ? "1;31"
+                    : sev == "warning" ? "33"
+                                       : "2",
+                    colour)
+                  .c_str(),
               state.c_str());
   std::printf("  where:      %s\n", whereInWords(inc).c_str());
   const double opened = num(inc, "opened_at");
   std::printf("  opened:     %s\n", clockText(opened).c_str());
   if (isLocalized(inc)) {
-    std::printf("  localized:  %s (%s after opening)\n", clockText(num(inc, "localized_at")).c_str(),
+    std::printf("  localized:  %s (%s after opening)\n",
+                clockText(num(inc, "localized_at")).c_str(),
                 durationText(num(inc, "localized_at") - opened).c_str());
   } else {
     std::printf("  localized:  not yet (evidence below paging confidence)\n");

@@ -1,7 +1,5 @@
 #include "cli/incident_source.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include <map>
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include "store/migrations.h"
 
@@ -43,7 +42,8 @@ std::optional<json> httpGetJson(const std::string& base_url, const std::string& 
     std::string why = body.is_object() && body.contains("error") && body["error"].is_string()
                           ? body["error"].get<std::string>()
                           : res->body.substr(0, 200);
-    *error = url + " answered HTTP " + std::to_string(res->status) + (why.empty() ? "" : ": " + why);
+    *error =
+        url + " answered HTTP " + std::to_string(res->status) + (why.empty() ? "" : ": " + why);
     return std::nullopt;
   }
   if (body.is_discarded()) {
@@ -101,7 +101,8 @@ std::optional<IncidentSet> loadFromDb(const std::string& file, const store::Inci
   return set;
 }
 
-std::optional<json> loadOneFromDb(const std::string& file, const std::string& id, std::string* error) {
+std::optional<json> loadOneFromDb(const std::string& file, const std::string& id,
+                                  std::string* error) {
   auto db = store::openAndMigrate(file, {.create_if_missing = false});
   if (!db) {
     *error = db.message();
@@ -131,14 +132,17 @@ std::optional<double> parseSince(const std::string& text, double now) {
   if (end == text.c_str() || !std::isfinite(v) || v < 0) return std::nullopt;
   const std::string unit(end);
   if (unit.empty()) return v;
-  static const std::map<std::string, double> kUnits = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+  static const std::map<std::string, double> kUnits = {
+      {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
   auto it = kUnits.find(unit);
   if (it == kUnits.end()) return std::nullopt;
   return now - v * it->second;
 }
 
 bool isOpen(const json& i) { return !i.contains("resolved_at") || i["resolved_at"].is_null(); }
-bool isLocalized(const json& i) { return i.contains("localized_at") && i["localized_at"].is_number(); }
+bool isLocalized(const json& i) {
+  return i.contains("localized_at") && i["localized_at"].is_number();
+}
 
 namespace {
 
@@ -150,9 +154,9 @@ double num(const json& j, const char* key) {
 }
 
 int kindRank(const std::string& kind) {
-  static const std::vector<std::string> order = {"host_unreachable", "link_down",  "link_blackhole",
-                                                 "link_flap",        "link_loss",  "link_corruption",
-                                                 "miscabling",       "link_latency", "congestion"};
+  static const std::vector<std::string> order = {
+      "host_unreachable", "link_down",  "link_blackhole", "link_flap", "link_loss",
+      "link_corruption",  "miscabling", "link_latency",   "congestion"};
   auto it = std::find(order.begin(), order.end(), kind);
   return static_cast<int>(it - order.begin());
 }
@@ -162,7 +166,8 @@ int kindRank(const std::string& kind) {
 std::string severityOf(const json& i) {
   const std::string kind = str(i, "kind");
   if (!isLocalized(i) || !isOpen(i)) return "warning";
-  if (kind == "congestion" || kind == "link_latency" || kind == "miscabling" || kind == "link_down") {
+  if (kind == "congestion" || kind == "link_latency" || kind == "miscabling" ||
+      kind == "link_down") {
     return "warning";
   }
   return "critical";

@@ -80,8 +80,8 @@ int runIncidents(const IncidentsOptions& o) {
     return kExitOk;
   }
   const bool colour = useColour();
-  std::printf("%-8s %-16s %-44s %8s %6s %10s %10s %10s %9s\n", "ID", "KIND", "WHERE", "LOSS", "CONF",
-              "OPENED", "LOCALIZED", "RESOLVED", "LASTED");
+  std::printf("%-8s %-16s %-44s %8s %6s %10s %10s %10s %9s\n", "ID", "KIND", "WHERE", "LOSS",
+              "CONF", "OPENED", "LOCALIZED", "RESOLVED", "LASTED");
   for (const json& i : kept) {
     char loss[24] = "-";
     if (i.contains("loss_ratio") && i["loss_ratio"].is_number()) {
@@ -98,7 +98,8 @@ int runIncidents(const IncidentsOptions& o) {
                 paint(id, isOpen(i) ? (isLocalized(i) ? "1;31" : "33") : "2", colour).c_str(),
                 i.value("kind", "?").c_str(), whereInWords(i).c_str(), loss,
                 numberOr(i, "confidence", "-", 3).c_str(), timeOr(i, "opened_at").c_str(),
-                timeOr(i, "localized_at").c_str(), timeOr(i, "resolved_at").c_str(), lasted.c_str());
+                timeOr(i, "localized_at").c_str(), timeOr(i, "resolved_at").c_str(),
+                lasted.c_str());
   }
   std::printf("%zu incident(s) (as of t=%.1f)\n", kept.size(), set->generated_at);
   return kExitOk;

@@ -94,7 +94,8 @@ void printTable(const IncidentSet& set, bool colour) {
                 numberOr(i, "confidence", "-", 3).c_str(), since.c_str(), evidenceLine(i).c_str(),
                 i.value("id", "?").c_str());
   }
-  std::printf("details: netdiag explain <id>; drain advice: netdiag drain-plan --topology T <link>\n");
+  std::printf(
+      "details: netdiag explain <id>; drain advice: netdiag drain-plan --topology T <link>\n");
 }
 
 int locateOnce(const LocateOptions& o, bool colour) {
@@ -140,15 +141,17 @@ int runLocate(const LocateOptions& o) {
 void addLocateCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<LocateOptions>();
   auto* cmd = app.add_subcommand(
-      "locate", "What is wrong in the fabric now: open incidents, most urgent first (exit 1: a "
-                "localized fault is open)");
+      "locate",
+      "What is wrong in the fabric now: open incidents, most urgent first (exit 1: a "
+      "localized fault is open)");
   cmd->add_option("--analyzer", o->analyzer, "Analyzer HTTP address, e.g. http://127.0.0.1:9600");
   cmd->add_option("--db", o->db, "Read the analyzer's SQLite database instead (offline)");
   cmd->add_flag("--json", o->json, "Print the incident report (formats.md §3) as JSON");
   cmd->add_option("--watch", o->watch_s, "Refresh every S seconds until interrupted")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--since", o->since,
-                  "Only incidents opened at or after T (telemetry time) or within an age (15m, 2h)");
+  cmd->add_option(
+      "--since", o->since,
+      "Only incidents opened at or after T (telemetry time) or within an age (15m, 2h)");
   cmd->add_option("--kind", o->kind, "Only incidents of this kind (link_loss, link_down, ...)");
   cmd->callback([o, &exit_code] { exit_code = runLocate(*o); });
 }

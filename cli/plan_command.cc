@@ -132,8 +132,8 @@ int runPlan(const PlanOptions& o) {
             << num(secs(planned, covered)) << " s\n";
 
   if (!o.output_plan.empty()) {
-    std::string err = writeFileAtomically(o.output_plan,
-                                          [&](std::ostream& out) { writePlanJson(t, plan, out); });
+    std::string err =
+        writeFileAtomically(o.output_plan, [&](std::ostream& out) { writePlanJson(t, plan, out); });
     if (!err.empty()) {
       std::cerr << "netdiag plan: " << err << '\n';
       return kExitError;
@@ -153,37 +153,36 @@ int runPlan(const PlanOptions& o) {
                          {"probability_at_least_m", r.p_at_least[d]},
                          {"below_target", r.status[d] == LinkStatus::kBelow}});
     }
-    json out = {
-        {"file", o.file},
-        {"budget",
-         {{"probes_per_second", o.budget.probes_per_second},
-          {"flows_per_peer", o.budget.flows_per_peer},
-          {"peers", plan.peers},
-          {"peers_derived", o.budget.peers == 0},
-          {"window_s", o.budget.window_s}}},
-        {"plan",
-         {{"version", plan.version},
-          {"seed", plan.seed},
-          {"ports", plan.ports.size()},
-          {"flows", flows},
-          {"unroutable_flows", r.unroutable_flows}}},
-        {"target",
-         {{"min_flows", o.target.min_flows},
-          {"max_miss_probability", o.target.max_miss_probability},
-          {"required_mean_flows", r.required_mean_flows},
-          {"min_probes_per_minute", o.target.min_probes_per_minute}}},
-        {"coverage",
-         {{"directed_links", r.links},
-          {"excluded", r.excluded},
-          {"below_target", r.below},
-          {"min_flows_per_minute", r.min_flows},
-          {"median_flows_per_minute", r.median_flows},
-          {"min_probes_per_minute", r.min_probes_per_minute},
-          {"median_probes_per_minute", r.median_probes_per_minute},
-          {"min_probability_at_least_m", r.min_probability},
-          {"union_bound_miss", r.union_miss},
-          {"tiers", tiers},
-          {"weakest", weakest}}}};
+    json out = {{"file", o.file},
+                {"budget",
+                 {{"probes_per_second", o.budget.probes_per_second},
+                  {"flows_per_peer", o.budget.flows_per_peer},
+                  {"peers", plan.peers},
+                  {"peers_derived", o.budget.peers == 0},
+                  {"window_s", o.budget.window_s}}},
+                {"plan",
+                 {{"version", plan.version},
+                  {"seed", plan.seed},
+                  {"ports", plan.ports.size()},
+                  {"flows", flows},
+                  {"unroutable_flows", r.unroutable_flows}}},
+                {"target",
+                 {{"min_flows", o.target.min_flows},
+                  {"max_miss_probability", o.target.max_miss_probability},
+                  {"required_mean_flows", r.required_mean_flows},
+                  {"min_probes_per_minute", o.target.min_probes_per_minute}}},
+                {"coverage",
+                 {{"directed_links", r.links},
+                  {"excluded", r.excluded},
+                  {"below_target", r.below},
+                  {"min_flows_per_minute", r.min_flows},
+                  {"median_flows_per_minute", r.median_flows},
+                  {"min_probes_per_minute", r.min_probes_per_minute},
+                  {"median_probes_per_minute", r.median_probes_per_minute},
+                  {"min_probability_at_least_m", r.min_probability},
+                  {"union_bound_miss", r.union_miss},
+                  {"tiers", tiers},
+                  {"weakest", weakest}}}};
     std::cout << out.dump(2) << '\n';
     return r.below == 0 ? kExitOk : kExitFindings;
   }
@@ -199,9 +198,9 @@ int runPlan(const PlanOptions& o) {
             << withCommas(plan.ports.size()) << " ports, " << withCommas(flows) << " flows, "
             << num(per_flow) << " probes/s per flow\n"
             << "target      >= " << o.target.min_flows << " distinct flows per directed link "
-            << "with P >= 1 - " << num(o.target.max_miss_probability) << " (expected >= "
-            << num(r.required_mean_flows) << "), >= " << withCommas(static_cast<uint64_t>(
-                                                       o.target.min_probes_per_minute))
+            << "with P >= 1 - " << num(o.target.max_miss_probability)
+            << " (expected >= " << num(r.required_mean_flows)
+            << "), >= " << withCommas(static_cast<uint64_t>(o.target.min_probes_per_minute))
             << " probes/min\n\n";
   char line[200];
   std::snprintf(line, sizeof line, "%-16s %9s %10s %10s %12s %12s %11s %7s\n", "TIER", "LINKS",
@@ -210,15 +209,15 @@ int runPlan(const PlanOptions& o) {
   for (const TierCoverage& tc : r.tiers) {
     std::snprintf(line, sizeof line, "%-16s %9s %10.1f %10.1f %12.0f %12.0f %11.3g %7s\n",
                   tc.name.c_str(), withCommas(tc.links).c_str(), tc.min_flows, tc.median_flows,
-                  tc.min_probes_per_minute, tc.median_probes_per_minute,
-                  tc.min_probability, withCommas(tc.below).c_str());
+                  tc.min_probes_per_minute, tc.median_probes_per_minute, tc.min_probability,
+                  withCommas(tc.below).c_str());
     std::cout << line;
   }
   std::cout << "(flows and probes per minute per directed link, expected; m = "
             << o.target.min_flows << ")\n\nweakest directed links:\n";
   for (DirLinkId d : r.weakest) {
-    std::snprintf(line, sizeof line, "  %8.1f flows %9.0f probes/min  P(>=m) %-9.3g %s",
-                  r.flows[d], r.probes_per_minute[d], r.p_at_least[d],
+    std::snprintf(line, sizeof line, "  %8.1f flows %9.0f probes/min  P(>=m) %-9.3g %s", r.flows[d],
+                  r.probes_per_minute[d], r.p_at_least[d],
                   r.status[d] == LinkStatus::kBelow ? "BELOW " : "");
     std::cout << line << t.dirLinkName(d) << '\n';
   }
@@ -236,8 +235,8 @@ int runPlan(const PlanOptions& o) {
               << " flows) <= " << num(r.union_miss) << " (union bound)\n";
     return kExitOk;
   }
-  std::cout << "coverage BELOW TARGET on " << withCommas(r.below) << " of "
-            << withCommas(r.links) << " directed links\n";
+  std::cout << "coverage BELOW TARGET on " << withCommas(r.below) << " of " << withCommas(r.links)
+            << " directed links\n";
   return kExitFindings;
 }
 

@@ -8,11 +8,11 @@
 
 #include "analyzer/engine.h"
 #include "analyzer/persist.h"
-#include "store/incident_store.h"
-#include "store/migrations.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "store/incident_store.h"
+#include "store/migrations.h"
 #include "telemetry/jsonl.h"
 #include "topology/loader.h"
 
@@ -126,10 +126,10 @@ int runReplay(const ReplayOptions& o) {
   }
   const auto& es = engine.stats();
   std::cerr << "replayed " << withCommas(stats.records) << " records (" << withCommas(es.probes)
-            << " probe, " << withCommas(es.ports) << " port, " << withCommas(es.lldp)
-            << " lldp; " << withCommas(stats.bad) << " bad, " << withCommas(stats.unknown_kind)
-            << " unknown kind, " << withCommas(es.late) << " late) in " << es.passes
-            << " passes; " << report.incidents.size() << " incident(s)\n";
+            << " probe, " << withCommas(es.ports) << " port, " << withCommas(es.lldp) << " lldp; "
+            << withCommas(stats.bad) << " bad, " << withCommas(stats.unknown_kind)
+            << " unknown kind, " << withCommas(es.late) << " late) in " << es.passes << " passes; "
+            << report.incidents.size() << " incident(s)\n";
   bool findings = false;
   for (const auto& i : report.incidents) findings |= i.localized_at && !i.resolved_at;
   return findings ? kExitFindings : kExitOk;
@@ -140,8 +140,9 @@ int runReplay(const ReplayOptions& o) {
 void addReplayCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ReplayOptions>();
   auto* cmd = app.add_subcommand(
-      "replay", "Run the analyzer over a telemetry log and print its incidents (exit 1: faults "
-                "still open at the end)");
+      "replay",
+      "Run the analyzer over a telemetry log and print its incidents (exit 1: faults "
+      "still open at the end)");
   cmd->add_option("--topology", o->topology, "Topology file")->required();
   cmd->add_option("--telemetry", o->telemetry, "Telemetry log (JSON Lines); '-' reads stdin")
       ->capture_default_str();

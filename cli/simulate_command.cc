@@ -10,10 +10,10 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "planner/plan.h"
+#include "server/sim_agents.h"
 #include "sim/rng.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
-#include "server/sim_agents.h"
 #include "telemetry/jsonl.h"
 #include "telemetry/tee.h"
 
@@ -61,7 +61,8 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   server::SimAgents agents(topo, so);
   if (!o.quiet) {
     std::cerr << "streaming to " << o.live << " over " << agents.agentCount() << " agent stream(s)"
-              << (o.speed > 0 ? " at speed " + std::to_string(o.speed) : std::string(" as fast as possible"))
+              << (o.speed > 0 ? " at speed " + std::to_string(o.speed)
+                              : std::string(" as fast as possible"))
               << '\n';
   }
   std::string err;
@@ -198,7 +199,8 @@ int runSimulate(const SimulateOptions& o) {
 void addSimulateCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SimulateOptions>();
   auto* sim = app.add_subcommand(
-      "simulate", "Simulate a fabric under a scenario: telemetry log on stdout, truth with --truth");
+      "simulate",
+      "Simulate a fabric under a scenario: telemetry log on stdout, truth with --truth");
   sim->add_option("--scenario", o->scenario, "Scenario file (YAML), e.g. sim/scenarios/*.yaml");
   sim->add_option("--topology", o->topology, "Topology file (overrides the scenario's)");
   sim->add_option("--fabric", o->fabric,
@@ -215,11 +217,13 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--duration", o->duration_s, "Seconds to simulate (overrides the scenario)")
       ->check(CLI::PositiveNumber);
   sim->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
-  auto* live = sim->add_option("--live", o->live,
-                  "Stream the telemetry to a running analyzer (HOST:PORT of its gRPC listener) "
-                  "over synthetic agents, times shifted onto the wall clock; -o FILE also writes the log");
-  sim->add_option("--speed", o->speed,
-                  "With --live: telemetry seconds per wall second (1 real time, 0 as fast as possible)")
+  auto* live = sim->add_option(
+      "--live", o->live,
+      "Stream the telemetry to a running analyzer (HOST:PORT of its gRPC listener) "
+      "over synthetic agents, times shifted onto the wall clock; -o FILE also writes the log");
+  sim->add_option(
+         "--speed", o->speed,
+         "With --live: telemetry seconds per wall second (1 real time, 0 as fast as possible)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber)
       ->needs(live);

@@ -1,5 +1,3 @@
-#include "cli/commands.h"
-
 #include <climits>
 #include <cstdio>
 #include <iostream>
@@ -9,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/commands.h"
 #include "cli/output.h"
 #include "topology/ecmp.h"
 #include "topology/generators.h"
@@ -34,8 +33,8 @@ void printDiagnostics(const std::vector<Diagnostic>& diags, std::string_view lev
     std::cerr << ": " << level << ": " << d.message << '\n';
   }
   if (diags.size() > kMaxDiagnosticsShown) {
-    std::cerr << "... and " << withCommas(diags.size() - kMaxDiagnosticsShown) << " more "
-              << level << "s\n";
+    std::cerr << "... and " << withCommas(diags.size() - kMaxDiagnosticsShown) << " more " << level
+              << "s\n";
   }
 }
 
@@ -76,8 +75,11 @@ int runValidate(const ValidateOptions& o) {
                 {"errors", diagnosticsJson(r.errors)},
                 {"warnings", diagnosticsJson(r.warnings)}};
     if (r.ok()) {
-      out["counts"] = {{"nodes", s.nodes}, {"hosts", s.hosts}, {"host_ports", s.host_ports},
-                       {"ports", s.ports}, {"links", s.links}};
+      out["counts"] = {{"nodes", s.nodes},
+                       {"hosts", s.hosts},
+                       {"host_ports", s.host_ports},
+                       {"ports", s.ports},
+                       {"links", s.links}};
     }
     std::cout << out.dump(2) << '\n';
   } else {
@@ -85,9 +87,8 @@ int runValidate(const ValidateOptions& o) {
     printDiagnostics(r.warnings, "warning");
     if (r.ok()) {
       std::cout << "ok: " << o.file << ": " << withCommas(s.nodes) << " nodes ("
-                << withCommas(s.hosts) << " hosts, " << withCommas(s.host_ports)
-                << " host ports), " << withCommas(s.ports) << " ports, " << withCommas(s.links)
-                << " links";
+                << withCommas(s.hosts) << " hosts, " << withCommas(s.host_ports) << " host ports), "
+                << withCommas(s.ports) << " ports, " << withCommas(s.links) << " links";
       if (!r.warnings.empty()) std::cout << ", " << withCommas(r.warnings.size()) << " warning(s)";
       std::cout << '\n';
     } else {
@@ -179,8 +180,8 @@ void addGenerate(CLI::App& topo, int& exit_code) {
   common(ft);
   ft->callback([o, &exit_code] {
     o->fat_tree.addresses = !o->no_addresses;
-    exit_code = runGenerate(o->fat_tree, *o, generateFatTree,
-                            "fat-tree-k" + std::to_string(o->fat_tree.k));
+    exit_code =
+        runGenerate(o->fat_tree, *o, generateFatTree, "fat-tree-k" + std::to_string(o->fat_tree.k));
   });
 
   auto* rail = gen->add_subcommand("rail", "Rail-optimized fabric modeled on NVIDIA SuperPOD");
@@ -217,25 +218,18 @@ int runShow(const ShowOptions& o) {
   if (o.json) {
     json tiers = json::array();
     for (const TierSummary& t : s.tiers) {
-      json tier = {{"role", t.role},
-                   {"nodes", t.nodes},
-                   {"down_links", t.down_links},
-                   {"up_links", t.up_links},
-                   {"peer_links", t.peer_links},
-                   {"down_gbps", t.down_gbps},
-                   {"up_gbps", t.up_gbps}};
+      json tier = {
+          {"role", t.role},         {"nodes", t.nodes},           {"down_links", t.down_links},
+          {"up_links", t.up_links}, {"peer_links", t.peer_links}, {"down_gbps", t.down_gbps},
+          {"up_gbps", t.up_gbps}};
       tier["level"] = t.level == INT_MAX ? json(nullptr) : json(t.level);
       tier["oversubscription"] = t.up_links ? json(t.oversubscription()) : json(nullptr);
       tiers.push_back(tier);
     }
-    std::cout << json{{"file", o.file},
-                      {"name", s.name},
-                      {"nodes", s.nodes},
-                      {"ports", s.ports},
-                      {"links", s.links},
-                      {"directed_links", 2 * s.links},
-                      {"hosts", s.hosts},
-                      {"host_ports", s.host_ports},
+    std::cout << json{{"file", o.file},   {"name", s.name},
+                      {"nodes", s.nodes}, {"ports", s.ports},
+                      {"links", s.links}, {"directed_links", 2 * s.links},
+                      {"hosts", s.hosts}, {"host_ports", s.host_ports},
                       {"tiers", tiers}}
                      .dump(2)
               << '\n';
@@ -345,9 +339,13 @@ int runPaths(const PathsOptions& o) {
       for (PortId pp : pathPorts(t, p)) ports.push_back(t.portRef(pp));
       paths.push_back(ports);
     }
-    json out = {{"src", o.src},     {"dst", o.dst},     {"count", set.count()},
-                {"saturated", set.saturated()}, {"hops", set.hops()},
-                {"paths", paths},   {"truncated", listed.size() < set.count()}};
+    json out = {{"src", o.src},
+                {"dst", o.dst},
+                {"count", set.count()},
+                {"saturated", set.saturated()},
+                {"hops", set.hops()},
+                {"paths", paths},
+                {"truncated", listed.size() < set.count()}};
     if (set.empty()) out["reason"] = set.error();
     if (o.shares) {
       json shares = json::array();

@@ -1,11 +1,5 @@
 #include "collector/agent.h"
 
-#include <google/protobuf/util/json_util.h>
-#include <prometheus/counter.h>
-#include <prometheus/exposer.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -13,6 +7,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <google/protobuf/util/json_util.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
 
 #include "collector/counters.h"
 #include "collector/lldp.h"
@@ -27,8 +27,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double wallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // A Prometheus counter fed from a running total kept elsewhere.
@@ -72,10 +71,10 @@ struct Agent::Impl {
   std::unique_ptr<Prober> prober;
   std::unique_ptr<CounterReader> counters;
   std::unique_ptr<LldpCapture> lldp;
-  ProbeTotals past_probes;         // of probers already replaced
-  ResponderStats past_responder;   // likewise
-  v1::Batch pending;               // records waiting for the next batch
-  std::set<std::string> logged;    // problems already logged once
+  ProbeTotals past_probes;        // of probers already replaced
+  ResponderStats past_responder;  // likewise
+  v1::Batch pending;              // records waiting for the next batch
+  std::set<std::string> logged;   // problems already logged once
 
   std::mutex mu;
   std::condition_variable cv;
@@ -97,8 +96,7 @@ struct Agent::Impl {
   void setupMetrics() {
     using prometheus::BuildCounter;
     using prometheus::BuildGauge;
-    auto counter = [&](const char* name, const char* help,
-                       const prometheus::Labels& labels = {}) {
+    auto counter = [&](const char* name, const char* help, const prometheus::Labels& labels = {}) {
       return TotalCounter{&BuildCounter().Name(name).Help(help).Register(*registry).Add(labels)};
     };
     auto& errors = BuildCounter()
@@ -122,12 +120,12 @@ struct Agent::Impl {
     m_spool_dropped = counter("netdiag_agent_spool_dropped_total",
                               "Batches dropped from the spool to stay within its bound");
     m_up_sent = counter("netdiag_agent_uplink_batches_sent_total", "Batches sent to the analyzer");
-    m_up_acked = counter("netdiag_agent_uplink_batches_acked_total",
-                         "Batches the analyzer acknowledged");
+    m_up_acked =
+        counter("netdiag_agent_uplink_batches_acked_total", "Batches the analyzer acknowledged");
     m_up_reconnects = counter("netdiag_agent_uplink_reconnects_total", "Uplink reconnects");
     m_batches = counter("netdiag_agent_batches_total", "Batches handed to the uplink");
-    m_counter_errors = counter("netdiag_agent_counter_read_errors_total",
-                               "Problems reading port counters");
+    m_counter_errors =
+        counter("netdiag_agent_counter_read_errors_total", "Problems reading port counters");
     m_lldp_frames = counter("netdiag_agent_lldp_frames_total", "LLDP frames decoded");
     auto gauge = [&](const char* name, const char* help) {
       return &BuildGauge().Name(name).Help(help).Register(*registry).Add({});
@@ -136,8 +134,8 @@ struct Agent::Impl {
     g_plan = gauge("netdiag_agent_plan_version", "Version of the probe plan in use (0: none)");
     g_spool_batches = gauge("netdiag_agent_spool_batches", "Batches in the spool");
     g_spool_bytes = gauge("netdiag_agent_spool_bytes", "Bytes of batches in the spool");
-    g_connected = gauge("netdiag_agent_uplink_connected",
-                        "1 while the stream to the analyzer is up");
+    g_connected =
+        gauge("netdiag_agent_uplink_connected", "1 while the stream to the analyzer is up");
   }
 
   void updateMetrics() {
@@ -267,10 +265,11 @@ struct Agent::Impl {
     po.timeout_s = cfg.probe_timeout;
     po.path_refresh_s = cfg.path_refresh;
     std::vector<std::string> errors;
-    prober = Prober::start(po, {plan->flows().begin(), plan->flows().end()}, std::move(paths),
-                           &errors);
+    prober =
+        Prober::start(po, {plan->flows().begin(), plan->flows().end()}, std::move(paths), &errors);
     for (size_t i = 0; i < errors.size() && i < 5; ++i) log("flow skipped: " + errors[i]);
-    if (errors.size() > 5) log("... and " + std::to_string(errors.size() - 5) + " more flows skipped");
+    if (errors.size() > 5)
+      log("... and " + std::to_string(errors.size() - 5) + " more flows skipped");
     const std::vector<std::string> ifs = interfaces();
     if (!counters) {
       counters = std::make_unique<CounterReader>(cfg.sysfs_root, cfg.node, ifs);
@@ -291,7 +290,8 @@ struct Agent::Impl {
   void readCounters() {
     if (!counters) return;
     std::vector<std::string> errors;
-    for (v1::PortCounters& c : counters->read(wallNow(), &errors)) *pending.add_ports() = std::move(c);
+    for (v1::PortCounters& c : counters->read(wallNow(), &errors))
+      *pending.add_ports() = std::move(c);
     for (const std::string& e : errors) logOnce("counters: " + e);
   }
 

@@ -34,8 +34,7 @@ class Agent {
  public:
   // Checks the config, opens the spool, starts the uplink and /metrics.
   // nullptr and *error when any of it fails.
-  static std::unique_ptr<Agent> create(const AgentConfig& config, AgentLog log,
-                                       std::string* error);
+  static std::unique_ptr<Agent> create(const AgentConfig& config, AgentLog log, std::string* error);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;

@@ -1,13 +1,13 @@
 #include "collector/agent_config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <yaml-cpp/yaml.h>
 
 namespace netdiag::collector {
 namespace {
@@ -100,7 +100,8 @@ const std::vector<AgentConfigKey>& agentConfigKeys() {
        &AgentConfig::spool_max_bytes},
       {"metrics_address", "HOST:PORT of the agent's own /metrics (empty: off)",
        &AgentConfig::metrics_address},
-      {"batch_interval", "seconds between batches sent to the analyzer", &AgentConfig::batch_interval},
+      {"batch_interval", "seconds between batches sent to the analyzer",
+       &AgentConfig::batch_interval},
       {"counters_interval", "seconds between port counter reads", &AgentConfig::counters_interval},
       {"sysfs_root", "root of sysfs", &AgentConfig::sysfs_root},
       {"path_refresh", "seconds between path rediscoveries of a flow (0: once)",

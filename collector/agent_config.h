@@ -13,23 +13,24 @@
 namespace netdiag::collector {
 
 struct AgentConfig {
-  std::string node;      // this agent's node in the topology (required)
-  std::string analyzer;  // host:port of the analyzer's gRPC listener (required)
+  std::string node;       // this agent's node in the topology (required)
+  std::string analyzer;   // host:port of the analyzer's gRPC listener (required)
   std::string spool_dir;  // on-disk spool; empty: in memory, lost on exit
   uint64_t spool_max_bytes = 256ull << 20;
   std::string metrics_address = "127.0.0.1:9700";  // own /metrics; empty: none
-  double batch_interval = 1;     // seconds between batches to the uplink
-  double counters_interval = 5;  // seconds between counter reads
+  double batch_interval = 1;                       // seconds between batches to the uplink
+  double counters_interval = 5;                    // seconds between counter reads
   std::string sysfs_root = "/sys";
   double path_refresh = 60;  // seconds between path rediscoveries of a flow; 0: once
   std::string tls_ca, tls_cert, tls_key;
   // Beyond the agreed flags:
-  std::string plan_file;      // a fixed plan (v1::AgentPlan as JSON) instead of GetPlan
-  double plan_refresh = 30;   // seconds between asking the analyzer for a newer plan
-  double probe_timeout = 1;   // seconds after a window's end before its unanswered probes count as lost
+  std::string plan_file;     // a fixed plan (v1::AgentPlan as JSON) instead of GetPlan
+  double plan_refresh = 30;  // seconds between asking the analyzer for a newer plan
+  double probe_timeout =
+      1;  // seconds after a window's end before its unanswered probes count as lost
   std::string responder_address = "0.0.0.0";
   double responder_rate_limit = 20000;  // replies per second per source address
-  bool lldp = true;           // capture LLDP on monitored ports (needs CAP_NET_RAW)
+  bool lldp = true;                     // capture LLDP on monitored ports (needs CAP_NET_RAW)
 };
 
 // One settable key: its YAML name, help text and the member it sets.

@@ -1,5 +1,11 @@
 #include "collector/counters.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
 #include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
@@ -7,12 +13,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <cstring>
-#include <filesystem>
 
 namespace netdiag::collector {
 namespace {
@@ -64,8 +64,7 @@ std::optional<uint64_t> parseU64(const std::string& text) {
 // Shows file contents in an error message: bounded and printable.
 std::string quoted(const std::string& s) {
   std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < 40; ++i)
-    out += (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+  for (size_t i = 0; i < s.size() && i < 40; ++i) out += (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
   if (s.size() > 40) out += "...";
   return out + "\"";
 }
@@ -132,8 +131,8 @@ std::optional<EthtoolStats> readEthtoolStats(const std::string& ifname, std::str
     strings->cmd = ETHTOOL_GSTRINGS;
     strings->string_set = ETH_SS_STATS;
     strings->len = n;
-    std::vector<uint64_t> stats_buf((sizeof(ethtool_stats) + size_t{n} * sizeof(uint64_t)) /
-                                        sizeof(uint64_t) + 1);
+    std::vector<uint64_t> stats_buf(
+        (sizeof(ethtool_stats) + size_t{n} * sizeof(uint64_t)) / sizeof(uint64_t) + 1);
     auto* stats = reinterpret_cast<ethtool_stats*>(stats_buf.data());
     stats->cmd = ETHTOOL_GSTATS;
     stats->n_stats = n;
@@ -142,7 +141,8 @@ std::optional<EthtoolStats> readEthtoolStats(const std::string& ifname, std::str
       const uint32_t count = std::min({n, strings->len, stats->n_stats});
       result.emplace();
       for (uint32_t i = 0; i < count; ++i) {
-        const char* name = reinterpret_cast<const char*>(strings->data) + size_t{i} * ETH_GSTRING_LEN;
+        const char* name =
+            reinterpret_cast<const char*>(strings->data) + size_t{i} * ETH_GSTRING_LEN;
         (*result)[std::string(name, strnlen(name, ETH_GSTRING_LEN))] = stats->data[i];
       }
     }
@@ -287,8 +287,8 @@ std::vector<v1::PortCounters> CounterReader::read(double now, std::vector<std::s
     std::optional<uint64_t> rx_errors = stat("rx_errors");
     std::optional<uint64_t> rx_drops = stat("rx_dropped");
     std::optional<uint64_t> tx_drops = stat("tx_dropped");
-    std::optional<uint64_t> carrier = readCounter(dir + "/carrier_changes",
-                                                  ifname + "/carrier_changes", errors, true);
+    std::optional<uint64_t> carrier =
+        readCounter(dir + "/carrier_changes", ifname + "/carrier_changes", errors, true);
     std::optional<uint64_t> rx_crc, fec;
 
     if (ethtool_) {

@@ -98,7 +98,7 @@ class CounterReader {
   std::vector<std::string> interfaces_;
   EthtoolReader ethtool_;
   std::map<std::string, Tracker> trackers_;  // "<if>/<source counter>"
-  std::map<std::string, std::string> rdma_;   // netdev -> ".../ports/<n>" dir
+  std::map<std::string, std::string> rdma_;  // netdev -> ".../ports/<n>" dir
   uint64_t resets_ = 0;
   uint64_t errors_ = 0;
 };

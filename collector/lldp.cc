@@ -1,12 +1,12 @@
 #include "collector/lldp.h"
 
+#include <cstdio>
+#include <cstring>
+
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <sys/socket.h>
-
-#include <cstdio>
-#include <cstring>
 
 namespace netdiag::collector {
 namespace {
@@ -76,18 +76,24 @@ bool checkId(const char* what, uint8_t subtype, const std::string& id, bool mac_
 std::string LldpInfo::chassisText() const {
   if (chassis_id.empty()) return "";
   switch (chassis_subtype) {
-    case kChassisMac: return hexBytes(chassis_id, ':');
-    case kChassisNetworkAddress: return networkAddress(chassis_id);
-    default: return textOrHex(chassis_id);
+    case kChassisMac:
+      return hexBytes(chassis_id, ':');
+    case kChassisNetworkAddress:
+      return networkAddress(chassis_id);
+    default:
+      return textOrHex(chassis_id);
   }
 }
 
 std::string LldpInfo::portText() const {
   if (port_id.empty()) return "";
   switch (port_subtype) {
-    case kPortMac: return hexBytes(port_id, ':');
-    case kPortNetworkAddress: return networkAddress(port_id);
-    default: return textOrHex(port_id);
+    case kPortMac:
+      return hexBytes(port_id, ':');
+    case kPortNetworkAddress:
+      return networkAddress(port_id);
+    default:
+      return textOrHex(port_id);
   }
 }
 
@@ -216,8 +222,8 @@ std::optional<LldpInfo> decodeLldpFrame(const uint8_t* data, size_t size, std::s
 
 // ------------------------------------------------------------- capture --
 
-LldpCapture::LldpCapture(std::string node, std::vector<std::string> interfaces,
-                         std::string* error, LldpCaptureOptions options)
+LldpCapture::LldpCapture(std::string node, std::vector<std::string> interfaces, std::string* error,
+                         LldpCaptureOptions options)
     : node_(std::move(node)), options_(options) {
   std::string failures;
   for (const auto& ifname : interfaces) {

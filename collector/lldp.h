@@ -9,13 +9,13 @@
 // MAC subtypes are written aa:bb:cc:dd:ee:ff, network addresses as IPv4/IPv6
 // text, and the text subtypes as sent (hex bytes when not printable ASCII).
 
-#include <pcap/pcap.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <pcap/pcap.h>
 
 #include "netdiag/v1/collector.pb.h"
 
@@ -31,12 +31,22 @@ enum LldpTlv : uint8_t {
   kLldpSystemName = 5,
 };
 enum LldpChassisSubtype : uint8_t {
-  kChassisComponent = 1, kChassisInterfaceAlias = 2, kChassisPortComponent = 3,
-  kChassisMac = 4, kChassisNetworkAddress = 5, kChassisInterfaceName = 6, kChassisLocal = 7,
+  kChassisComponent = 1,
+  kChassisInterfaceAlias = 2,
+  kChassisPortComponent = 3,
+  kChassisMac = 4,
+  kChassisNetworkAddress = 5,
+  kChassisInterfaceName = 6,
+  kChassisLocal = 7,
 };
 enum LldpPortSubtype : uint8_t {
-  kPortInterfaceAlias = 1, kPortComponent = 2, kPortMac = 3, kPortNetworkAddress = 4,
-  kPortInterfaceName = 5, kPortAgentCircuitId = 6, kPortLocal = 7,
+  kPortInterfaceAlias = 1,
+  kPortComponent = 2,
+  kPortMac = 3,
+  kPortNetworkAddress = 4,
+  kPortInterfaceName = 5,
+  kPortAgentCircuitId = 6,
+  kPortLocal = 7,
 };
 constexpr uint16_t kLldpEthertype = 0x88cc;
 

@@ -1,15 +1,15 @@
 #include "collector/pathfinder.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
 #include <arpa/inet.h>
 #include <linux/errqueue.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 
 namespace netdiag::collector {
 namespace {
@@ -34,9 +34,8 @@ bool makeSockaddr(const std::string& addr, uint16_t port, sockaddr_in* out) {
 }
 
 int openFlowSocket(const FlowTuple& t, std::string* error) {
-  const std::string where =
-      t.src_addr + ":" + std::to_string(t.source_port) + " -> " + t.dst_addr + ":" +
-      std::to_string(t.dst_port);
+  const std::string where = t.src_addr + ":" + std::to_string(t.source_port) + " -> " + t.dst_addr +
+                            ":" + std::to_string(t.dst_port);
   auto fail = [&](const std::string& what, int fd) {
     if (error) *error = "flow " + where + ": " + what + ": " + std::strerror(errno);
     if (fd >= 0) ::close(fd);

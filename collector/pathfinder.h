@@ -16,12 +16,12 @@
 //
 // Also here: the flow socket both the prober and the tracer send on.
 
-#include <netinet/in.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <netinet/in.h>
 
 #include "collector/probe_packet.h"
 
@@ -51,10 +51,10 @@ int sendProbe(int fd, const sockaddr_in& dst, const ProbeBytes& bytes, int ttl =
 
 // One entry of a socket's error queue.
 struct SockError {
-  int errnum = 0;           // ee_errno
-  uint8_t origin = 0;       // SO_EE_ORIGIN_*
+  int errnum = 0;      // ee_errno
+  uint8_t origin = 0;  // SO_EE_ORIGIN_*
   uint8_t icmp_type = 0, icmp_code = 0;
-  std::string offender;     // who sent the ICMP error, dotted ("" if none)
+  std::string offender;               // who sent the ICMP error, dotted ("" if none)
   std::optional<ProbePacket> quoted;  // the probe it answers, when quoted in full
 };
 
@@ -105,8 +105,8 @@ class PathTrace {
   uint32_t session_;
   uint64_t flow_;
   std::string dst_addr_;
-  int ttl_ = 0;         // TTL in flight (0: none yet)
-  int tries_ = 0;       // sends of ttl_
+  int ttl_ = 0;    // TTL in flight (0: none yet)
+  int tries_ = 0;  // sends of ttl_
   bool waiting_ = false;
   double deadline_ = 0;
   bool done_ = false;

@@ -24,15 +24,24 @@ uint64_t get64(const uint8_t* p) {
 
 const char* describe(DecodeError e) {
   switch (e) {
-    case DecodeError::kOk: return "ok";
-    case DecodeError::kLength: return "bad length";
-    case DecodeError::kMagic: return "bad magic";
-    case DecodeError::kVersion: return "unsupported version";
-    case DecodeError::kType: return "bad type";
-    case DecodeError::kFlags: return "unknown flags";
-    case DecodeError::kReserved: return "reserved byte set";
-    case DecodeError::kSendTime: return "zero send time";
-    case DecodeError::kReceived: return "bad received count";
+    case DecodeError::kOk:
+      return "ok";
+    case DecodeError::kLength:
+      return "bad length";
+    case DecodeError::kMagic:
+      return "bad magic";
+    case DecodeError::kVersion:
+      return "unsupported version";
+    case DecodeError::kType:
+      return "bad type";
+    case DecodeError::kFlags:
+      return "unknown flags";
+    case DecodeError::kReserved:
+      return "reserved byte set";
+    case DecodeError::kSendTime:
+      return "zero send time";
+    case DecodeError::kReceived:
+      return "bad received count";
   }
   return "unknown";
 }

@@ -1,10 +1,5 @@
 #include "collector/prober.h"
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -15,12 +10,16 @@
 #include <queue>
 #include <random>
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace netdiag::collector {
 namespace {
 
 double monoNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 uint64_t wallNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -43,7 +42,7 @@ struct Flow {
   int fd = -1;
   sockaddr_in dst{};
   uint32_t next_seq = 0;
-  double next_send = 0;  // monotonic
+  double next_send = 0;         // monotonic
   std::deque<Pending> pending;  // consecutive seqs, oldest first
   // The last answered probe before `pending` (seq -1 / count 0 at start:
   // the responder counts a session's probes from zero).
@@ -145,8 +144,7 @@ struct Prober::Impl {
       if (f.trace) f.trace->onReply(r, now);
       return;
     }
-    if (f.pending.empty() || r.seq < f.pending.front().seq ||
-        r.seq > f.pending.back().seq) {
+    if (f.pending.empty() || r.seq < f.pending.front().seq || r.seq > f.pending.back().seq) {
       std::lock_guard lock(mu);
       ++stats.late;
       return;
@@ -204,16 +202,15 @@ struct Prober::Impl {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          rx_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-                  static_cast<uint64_t>(ts.tv_nsec);
+          rx_ns =
+              static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
         }
       }
       if (rx_ns == 0) rx_ns = wallNs();
       ProbePacket r;
       if ((m.msg_flags & MSG_TRUNC) != 0 ||
           decodeProbe({buf, static_cast<size_t>(len)}, r) != DecodeError::kOk ||
-          r.type != ProbeType::kReply || r.session != session ||
-          r.flow != f.spec.source_port()) {
+          r.type != ProbeType::kReply || r.session != session || r.flow != f.spec.source_port()) {
         std::lock_guard lock(mu);
         ++stats.malformed;
         continue;
@@ -375,8 +372,7 @@ struct Prober::Impl {
       runTraces(now);
       closeWindows(now);
       const double wake = nextWake(monoNow());
-      const int wait_ms =
-          std::max(0, static_cast<int>(std::ceil((wake - monoNow()) * 1000.0)));
+      const int wait_ms = std::max(0, static_cast<int>(std::ceil((wake - monoNow()) * 1000.0)));
       const int n = epoll_wait(epfd, events, 64, wait_ms);
       now = monoNow();
       for (int k = 0; k < n; ++k) {

@@ -36,27 +36,27 @@ struct ProberOptions {
   double probes_per_second = 10;  // per flow
   uint16_t responder_port = 7601;
   uint8_t dscp = 0;
-  double timeout_s = 1;           // grace after a window's end for late replies
+  double timeout_s = 1;  // grace after a window's end for late replies
   bool discover_paths = true;
-  double path_refresh_s = 60;     // 0: trace once only
+  double path_refresh_s = 60;  // 0: trace once only
   size_t max_concurrent_traces = 32;
   PathfinderOptions path;
-  uint64_t max_probes = 0;        // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  uint64_t max_probes = 0;  // per flow, then stop sending (tests, one-shot runs); 0: no limit
 };
 
 struct ProberStats {
-  uint64_t flows = 0;          // flows probing now
-  uint64_t sent = 0;           // probes sent
-  uint64_t answered = 0;       // probes answered within their window's timeout
-  uint64_t lost = 0;           // probes in closed windows without a reply
+  uint64_t flows = 0;     // flows probing now
+  uint64_t sent = 0;      // probes sent
+  uint64_t answered = 0;  // probes answered within their window's timeout
+  uint64_t lost = 0;      // probes in closed windows without a reply
   uint64_t send_errors = 0;
   uint64_t receive_errors = 0;
-  uint64_t malformed = 0;      // datagrams on a flow socket that are no valid reply of it
-  uint64_t late = 0;           // replies after their window closed, or duplicates
-  uint64_t icmp_errors = 0;    // error-queue entries not used by path discovery
-  uint64_t skipped = 0;        // sends skipped because the loop fell behind
-  uint64_t traces = 0;         // path discoveries finished
-  uint64_t records = 0;        // records produced
+  uint64_t malformed = 0;    // datagrams on a flow socket that are no valid reply of it
+  uint64_t late = 0;         // replies after their window closed, or duplicates
+  uint64_t icmp_errors = 0;  // error-queue entries not used by path discovery
+  uint64_t skipped = 0;      // sends skipped because the loop fell behind
+  uint64_t traces = 0;       // path discoveries finished
+  uint64_t records = 0;      // records produced
 };
 
 // The path last found for a flow.

@@ -1,12 +1,5 @@
 #include "collector/responder.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -15,14 +8,20 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "collector/probe_packet.h"
 
 namespace netdiag::collector {
 namespace {
 
 double nowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // A map that remembers use order, so the least recently used entries can be
@@ -100,8 +99,9 @@ struct Responder::State {
 
 std::unique_ptr<Responder> Responder::start(const ResponderOptions& options, std::string* error) {
   auto fail = [&](const std::string& what, int fd) -> std::unique_ptr<Responder> {
-    if (error) *error = "responder " + options.address + ":" + std::to_string(options.port) +
-                        ": " + what + ": " + std::strerror(errno);
+    if (error)
+      *error = "responder " + options.address + ":" + std::to_string(options.port) + ": " + what +
+               ": " + std::strerror(errno);
     if (fd >= 0) ::close(fd);
     return nullptr;
   };
@@ -131,7 +131,10 @@ std::unique_ptr<Responder> Responder::start(const ResponderOptions& options, std
 }
 
 Responder::Responder(ResponderOptions options, int fd, int wake_fd, uint16_t port)
-    : options_(std::move(options)), fd_(fd), wake_fd_(wake_fd), port_(port),
+    : options_(std::move(options)),
+      fd_(fd),
+      wake_fd_(wake_fd),
+      port_(port),
       state_(std::make_unique<State>()) {}
 
 Responder::~Responder() {
@@ -190,8 +193,8 @@ void Responder::loop() {
       bool created = false;
       Bucket& b = st.buckets.touch(from.sin_addr.s_addr, now,
                                    Bucket{options_.burst_per_source, now}, &created);
-      b.tokens = std::min(options_.burst_per_source,
-                          b.tokens + (now - b.at) * options_.rate_per_source);
+      b.tokens =
+          std::min(options_.burst_per_source, b.tokens + (now - b.at) * options_.rate_per_source);
       b.at = now;
       // A bucket idle for a second or more is full again: forgetting it is exact.
       st.buckets.trim(now, std::max(1.0, options_.burst_per_source / options_.rate_per_source),

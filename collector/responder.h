@@ -24,12 +24,12 @@ namespace netdiag::collector {
 
 struct ResponderOptions {
   std::string address = "0.0.0.0";
-  uint16_t port = 7601;                // 0 picks a free port (tests)
-  double rate_per_source = 20000;      // replies per second per source address
-  double burst_per_source = 2000;      // bucket depth
-  size_t max_sources = 4096;           // token buckets kept
-  size_t max_flows = 1u << 16;         // flow counts kept
-  double flow_idle_s = 300;            // a flow unseen this long is forgotten
+  uint16_t port = 7601;            // 0 picks a free port (tests)
+  double rate_per_source = 20000;  // replies per second per source address
+  double burst_per_source = 2000;  // bucket depth
+  size_t max_sources = 4096;       // token buckets kept
+  size_t max_flows = 1u << 16;     // flow counts kept
+  double flow_idle_s = 300;        // a flow unseen this long is forgotten
   // Test hooks on the real path (0 = off): ignore every Nth valid counted
   // probe as if it never arrived (a loss on the way out), or count every Nth
   // but send no reply (a loss on the way back).
@@ -38,15 +38,15 @@ struct ResponderOptions {
 };
 
 struct ResponderStats {
-  uint64_t received = 0;      // datagrams read
+  uint64_t received = 0;  // datagrams read
   uint64_t replied = 0;
   uint64_t malformed = 0;     // not a well-formed probe: no reply
   uint64_t rate_limited = 0;  // well-formed, but over the source's rate: no reply
   uint64_t hook_dropped = 0;
   uint64_t hook_muted = 0;
   uint64_t send_errors = 0;
-  uint64_t flows = 0;         // flow counts held now
-  uint64_t flows_evicted = 0; // forgotten (idle or table full)
+  uint64_t flows = 0;          // flow counts held now
+  uint64_t flows_evicted = 0;  // forgotten (idle or table full)
 };
 
 class Responder {

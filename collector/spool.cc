@@ -1,12 +1,5 @@
 #include "collector/spool.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -16,6 +9,13 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zlib.h>
 
 namespace netdiag::collector {
 namespace {
@@ -108,8 +108,7 @@ std::string segmentName(uint64_t index) {
 }
 std::optional<uint64_t> parseSegmentName(const std::string& name) {
   // seg-<20 digits>.log exactly
-  if (name.size() != 4 + 20 + 4 || name.rfind("seg-", 0) != 0 ||
-      name.compare(24, 4, ".log") != 0)
+  if (name.size() != 4 + 20 + 4 || name.rfind("seg-", 0) != 0 || name.compare(24, 4, ".log") != 0)
     return std::nullopt;
   uint64_t v = 0;
   for (size_t i = 4; i < 24; ++i) {
@@ -225,8 +224,8 @@ class DiskSpool final : public Spool {
     lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock_fd_ < 0) return fail(error, "cannot open " + lock_path + ": " + errnoText());
     if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
-      return fail(error, "spool directory " + dir_ + " is in use by another process (" +
-                             lock_path + " is locked)");
+      return fail(error, "spool directory " + dir_ + " is in use by another process (" + lock_path +
+                             " is locked)");
 
     Head head;
     bool head_ok = false;
@@ -240,8 +239,9 @@ class DiskSpool final : public Spool {
           head = *h;
           head_ok = true;
         } else {
-          warn(warnings, path(kHeadFile) + ": unreadable head file; replaying every record "
-                         "(the analyzer drops the duplicates)");
+          warn(warnings, path(kHeadFile) +
+                             ": unreadable head file; replaying every record "
+                             "(the analyzer drops the duplicates)");
         }
       }
     }
@@ -390,8 +390,8 @@ class DiskSpool final : public Spool {
 
   // Collects the valid records of one segment at or after `from`, skipping
   // (and reporting) torn or corrupt stretches.
-  void scanSegment(uint64_t index, const std::string& file, const std::string& data,
-                   uint64_t from, std::vector<std::string>* warnings) {
+  void scanSegment(uint64_t index, const std::string& file, const std::string& data, uint64_t from,
+                   std::vector<std::string>* warnings) {
     size_t pos = 0;
     while (pos < data.size()) {
       if (const auto length = validRecordAt(data, pos)) {
@@ -408,8 +408,8 @@ class DiskSpool final : public Spool {
         warn(warnings, file + ": torn or corrupt tail of " + std::to_string(data.size() - pos) +
                            " bytes at offset " + std::to_string(pos) + " skipped");
       } else {
-        warn(warnings, file + ": " + std::to_string(next - pos) +
-                           " corrupt bytes at offset " + std::to_string(pos) + " skipped");
+        warn(warnings, file + ": " + std::to_string(next - pos) + " corrupt bytes at offset " +
+                           std::to_string(pos) + " skipped");
       }
       pos = next;
     }
@@ -521,8 +521,8 @@ std::unique_ptr<Spool> makeMemorySpool(uint64_t max_bytes) {
   return std::make_unique<MemorySpool>(max_bytes);
 }
 
-std::unique_ptr<Spool> openDiskSpool(const std::string& dir, uint64_t max_bytes,
-                                     std::string* error, std::vector<std::string>* warnings) {
+std::unique_ptr<Spool> openDiskSpool(const std::string& dir, uint64_t max_bytes, std::string* error,
+                                     std::vector<std::string>* warnings) {
   if (dir.empty()) {
     if (error) *error = "spool directory is empty";
     return nullptr;

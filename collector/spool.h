@@ -70,8 +70,7 @@ std::unique_ptr<Spool> makeMemorySpool(uint64_t max_bytes);
 // push that cannot be written (disk full, I/O error) counts as dropped too.
 //
 // Returns nullptr and sets *error when the directory cannot be used.
-std::unique_ptr<Spool> openDiskSpool(const std::string& dir, uint64_t max_bytes,
-                                     std::string* error,
+std::unique_ptr<Spool> openDiskSpool(const std::string& dir, uint64_t max_bytes, std::string* error,
                                      std::vector<std::string>* warnings = nullptr);
 
 }  // namespace netdiag::collector

@@ -47,8 +47,9 @@ std::shared_ptr<grpc::ChannelCredentials> makeCredentials(const UplinkOptions& o
     return grpc::InsecureChannelCredentials();
   }
   if (o.tls_cert.empty() != o.tls_key.empty()) {
-    error = "TLS: a client certificate needs its key and a key needs its certificate "
-            "(--tls-cert and --tls-key go together)";
+    error =
+        "TLS: a client certificate needs its key and a key needs its certificate "
+        "(--tls-cert and --tls-key go together)";
     return nullptr;
   }
   grpc::SslCredentialsOptions ssl;
@@ -142,7 +143,8 @@ std::string Uplink::lastError() const {
 std::shared_ptr<grpc::Channel> Uplink::makeChannel() const {
   grpc::ChannelArguments args;
   // Our own backoff decides when to retry; keep gRPC's within the same range.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_min_s * 1000));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(options_.backoff_min_s * 1000));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_min_s * 1000));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_max_s * 1000));
   // Notice a silently dead analyzer (no RST, e.g. a cut cable) on an idle stream.
@@ -190,7 +192,8 @@ void Uplink::popAckedLocked() {
 }
 
 void Uplink::sleepBackoff(double& backoff_s) {
-  thread_local std::mt19937_64 rng(wallNanos() ^ std::hash<std::thread::id>()(std::this_thread::get_id()));
+  thread_local std::mt19937_64 rng(wallNanos() ^
+                                   std::hash<std::thread::id>()(std::this_thread::get_id()));
   std::uniform_real_distribution<double> jitter(backoff_s / 2, backoff_s);
   auto delay = std::chrono::duration<double>(jitter(rng));
   std::unique_lock lk(mu_);
@@ -225,8 +228,10 @@ bool Uplink::serve() {
   }
   auto channel = makeChannel();
   // Wait for the connection in short steps so stop() is never kept waiting.
-  auto give_up = Clock::now() + std::chrono::duration<double>(std::max(3.0, options_.backoff_min_s));
-  while (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::milliseconds(100))) {
+  auto give_up =
+      Clock::now() + std::chrono::duration<double>(std::max(3.0, options_.backoff_min_s));
+  while (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::milliseconds(100))) {
     std::lock_guard lk(mu_);
     if (stopping_) return false;
     if (Clock::now() > give_up) {

@@ -29,17 +29,17 @@
 #include <string>
 #include <thread>
 
-#include "collector/spool.h"
 #include <grpcpp/security/credentials.h>
 
+#include "collector/spool.h"
 #include "netdiag/v1/collector.grpc.pb.h"
 
 namespace netdiag::collector {
 
 struct UplinkOptions {
   std::string analyzer = "127.0.0.1:7600";  // host:port of the analyzer's gRPC listener
-  std::string agent;                         // agent id: the node name
-  std::string tls_ca, tls_cert, tls_key;     // PEM files; all empty: plaintext
+  std::string agent;                        // agent id: the node name
+  std::string tls_ca, tls_cert, tls_key;    // PEM files; all empty: plaintext
   double backoff_min_s = 0.2, backoff_max_s = 10;
   size_t max_in_flight = 64;  // batches sent and not yet acknowledged
   // Name checked against the analyzer's certificate instead of the host of
@@ -101,7 +101,7 @@ class Uplink {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  bool broken_ = false;                // the current stream failed
+  bool broken_ = false;                  // the current stream failed
   grpc::ClientContext* call_ = nullptr;  // the current stream, to cancel on stop()
   uint64_t seq_ = 0;
   // The batches sent on the current stream and still in the spool: exactly

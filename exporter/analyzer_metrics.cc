@@ -25,9 +25,9 @@ using topology::Topology;
 // The kinds a fresh analyzer reports as zero, so that alert expressions and
 // dashboards find their series before the first incident.
 const std::vector<std::string> kKinds = {
-    analyzer::kLinkLoss,        analyzer::kLinkCorruption, analyzer::kLinkDown,
-    analyzer::kLinkFlap,        analyzer::kLinkLatency,    analyzer::kLinkBlackhole,
-    analyzer::kCongestion,      analyzer::kHostUnreachable, analyzer::kMiscabling};
+    analyzer::kLinkLoss,   analyzer::kLinkCorruption,  analyzer::kLinkDown,
+    analyzer::kLinkFlap,   analyzer::kLinkLatency,     analyzer::kLinkBlackhole,
+    analyzer::kCongestion, analyzer::kHostUnreachable, analyzer::kMiscabling};
 
 // One gauge family whose series are rebuilt on every update: set() marks a
 // series as present, sweep() removes those not set since the last sweep (an
@@ -81,8 +81,8 @@ class CounterFrom {
 
 // Time buckets (seconds) for detection and localization delays: the
 // analyzer decides every few seconds and pages within minutes.
-const prometheus::Histogram::BucketBoundaries kDelayBuckets = {
-    1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600};
+const prometheus::Histogram::BucketBoundaries kDelayBuckets = {1,  2.5, 5,  10,  15,  20,  30,
+                                                               45, 60,  90, 120, 180, 300, 600};
 
 }  // namespace
 
@@ -131,68 +131,85 @@ struct AnalyzerMetrics::Impl {
         options(o),
         registry(std::move(reg)),
         router(t),
-        link_fault(*registry, "netdiag_link_fault",
-                   "A localized link fault (open incident): 1 per incident, labeled with the "
-                   "directed link it names (device:interface -> neighbor_device:neighbor_interface)."),
+        link_fault(
+            *registry, "netdiag_link_fault",
+            "A localized link fault (open incident): 1 per incident, labeled with the "
+            "directed link it names (device:interface -> neighbor_device:neighbor_interface)."),
         suspect_loss(*registry, "netdiag_suspect_link_loss_ratio",
                      "Estimated loss ratio of a link named by an open incident, localized or not."),
-        suspect_confidence(*registry, "netdiag_suspect_link_confidence",
-                           "Posterior probability (0-1) that the open incident's link explains the evidence."),
-        host_unreachable(*registry, "netdiag_host_unreachable",
-                         "A localized host_unreachable incident (dead host or responder): 1 per incident."),
-        miscabled_port(*registry, "netdiag_miscabled_port",
-                       "A port whose LLDP neighbour disagrees with the topology (open miscabling incident)."),
-        drain_safe(*registry, "netdiag_link_drain_safe",
-                   "For each link named by an open link incident: 1 if draining it leaves ECMP width and "
-                   "strands no host, else 0 (netdiag drain-plan)."),
-        drain_width(*registry, "netdiag_link_drain_ecmp_width",
-                    "Up links from the link's lower-tier end to the tier above it, before a drain."),
-        drain_width_left(*registry, "netdiag_link_drain_ecmp_width_remaining",
-                         "Up links from the link's lower-tier end to the tier above it, after draining it."),
-        drain_info(*registry, "netdiag_link_drain_info",
-                   "Drain advice in words for each link named by an open link incident (label advice), "
-                   "for alert annotations; always 1."),
-        degraded_loss(*registry, "netdiag_degraded_link_loss_ratio",
-                      "Probe loss ratio over the horizon of the top-N links by loss in excess of the "
-                      "background (probes of known path crossing the directed link)."),
-        degraded_excess(*registry, "netdiag_degraded_link_excess_loss_ratio",
-                        "Loss ratio of a top-N degraded link minus the background loss ratio of its probes."),
-        degraded_probes(*registry, "netdiag_degraded_link_probes",
-                        "Probes of known path that crossed a top-N degraded link over the horizon."),
-        open_incidents(prometheus::BuildGauge()
-                           .Name("netdiag_open_incidents")
-                           .Help("Incidents not resolved, by kind and state (open: detected, not yet "
-                                 "localized; localized: named with enough confidence to page).")
-                           .Register(*registry)),
-        time_to_detect(prometheus::BuildHistogram()
-                           .Name("netdiag_incident_detect_delay_seconds")
-                           .Help("Wall-clock time from an incident's opened_at (the telemetry time of "
-                                 "the first detection) to its first publication in these metrics.")
-                           .Register(*registry)
-                           .Add({}, kDelayBuckets)),
-        time_to_localize(prometheus::BuildHistogram()
-                             .Name("netdiag_incident_localize_delay_seconds")
-                             .Help("Telemetry time from an incident's opened_at to its localized_at "
-                                   "(first detection to paging confidence).")
-                             .Register(*registry)
-                             .Add({}, kDelayBuckets)),
-        fabric_links(prometheus::BuildGauge()
-                         .Name("netdiag_fabric_links")
-                         .Help("Links of the topology by tier (the roles they join, e.g. leaf-spine) and "
-                               "pod (of the lower end; none when unset).")
-                         .Register(*registry)),
-        fabric_links_affected(prometheus::BuildGauge()
-                                  .Name("netdiag_fabric_links_affected")
-                                  .Help("Links with an open link incident in either direction, by tier, "
-                                        "pod and state (localized, open).")
-                                  .Register(*registry)),
+        suspect_confidence(
+            *registry, "netdiag_suspect_link_confidence",
+            "Posterior probability (0-1) that the open incident's link explains the evidence."),
+        host_unreachable(
+            *registry, "netdiag_host_unreachable",
+            "A localized host_unreachable incident (dead host or responder): 1 per incident."),
+        miscabled_port(
+            *registry, "netdiag_miscabled_port",
+            "A port whose LLDP neighbour disagrees with the topology (open miscabling incident)."),
+        drain_safe(
+            *registry, "netdiag_link_drain_safe",
+            "For each link named by an open link incident: 1 if draining it leaves ECMP width and "
+            "strands no host, else 0 (netdiag drain-plan)."),
+        drain_width(
+            *registry, "netdiag_link_drain_ecmp_width",
+            "Up links from the link's lower-tier end to the tier above it, before a drain."),
+        drain_width_left(
+            *registry, "netdiag_link_drain_ecmp_width_remaining",
+            "Up links from the link's lower-tier end to the tier above it, after draining it."),
+        drain_info(
+            *registry, "netdiag_link_drain_info",
+            "Drain advice in words for each link named by an open link incident (label advice), "
+            "for alert annotations; always 1."),
+        degraded_loss(
+            *registry, "netdiag_degraded_link_loss_ratio",
+            "Probe loss ratio over the horizon of the top-N links by loss in excess of the "
+            "background (probes of known path crossing the directed link)."),
+        degraded_excess(
+            *registry, "netdiag_degraded_link_excess_loss_ratio",
+            "Loss ratio of a top-N degraded link minus the background loss ratio of its probes."),
+        degraded_probes(
+            *registry, "netdiag_degraded_link_probes",
+            "Probes of known path that crossed a top-N degraded link over the horizon."),
+        open_incidents(
+            prometheus::BuildGauge()
+                .Name("netdiag_open_incidents")
+                .Help("Incidents not resolved, by kind and state (open: detected, not yet "
+                      "localized; localized: named with enough confidence to page).")
+                .Register(*registry)),
+        time_to_detect(
+            prometheus::BuildHistogram()
+                .Name("netdiag_incident_detect_delay_seconds")
+                .Help("Wall-clock time from an incident's opened_at (the telemetry time of "
+                      "the first detection) to its first publication in these metrics.")
+                .Register(*registry)
+                .Add({}, kDelayBuckets)),
+        time_to_localize(
+            prometheus::BuildHistogram()
+                .Name("netdiag_incident_localize_delay_seconds")
+                .Help("Telemetry time from an incident's opened_at to its localized_at "
+                      "(first detection to paging confidence).")
+                .Register(*registry)
+                .Add({}, kDelayBuckets)),
+        fabric_links(
+            prometheus::BuildGauge()
+                .Name("netdiag_fabric_links")
+                .Help("Links of the topology by tier (the roles they join, e.g. leaf-spine) and "
+                      "pod (of the lower end; none when unset).")
+                .Register(*registry)),
+        fabric_links_affected(
+            prometheus::BuildGauge()
+                .Name("netdiag_fabric_links_affected")
+                .Help("Links with an open link incident in either direction, by tier, "
+                      "pod and state (localized, open).")
+                .Register(*registry)),
         agent_last_seen(*registry, "netdiag_agent_last_seen_timestamp_seconds",
                         "Unix time of the last batch received from the agent."),
         agent_connected(*registry, "netdiag_agent_connected",
                         "1 while the agent holds a stream open to the analyzer, else 0."),
-        agent_batches(*registry, "netdiag_agent_batches",
-                      "Batches received from the agent since the analyzer started (a gauge: the agent "
-                      "list is rebuilt each update)."),
+        agent_batches(
+            *registry, "netdiag_agent_batches",
+            "Batches received from the agent since the analyzer started (a gauge: the agent "
+            "list is rebuilt each update)."),
         agent_records(*registry, "netdiag_agent_records",
                       "Telemetry records received from the agent since the analyzer started."),
         agents(prometheus::BuildGauge()
@@ -204,22 +221,25 @@ struct AnalyzerMetrics::Impl {
                      .Help("Directed links in the topology.")
                      .Register(*registry)
                      .Add({})),
-        dirlinks_covered(prometheus::BuildGauge()
-                             .Name("netdiag_directed_links_covered")
-                             .Help("Directed links crossed by at least netdiag_probe_coverage_min_probes "
-                                   "probes of known path over the horizon.")
-                             .Register(*registry)
-                             .Add({})),
+        dirlinks_covered(
+            prometheus::BuildGauge()
+                .Name("netdiag_directed_links_covered")
+                .Help("Directed links crossed by at least netdiag_probe_coverage_min_probes "
+                      "probes of known path over the horizon.")
+                .Register(*registry)
+                .Add({})),
         coverage_ratio(prometheus::BuildGauge()
                            .Name("netdiag_probe_coverage_ratio")
-                           .Help("Share (0-1) of directed links covered by enough probes to localize a fault on them.")
+                           .Help("Share (0-1) of directed links covered by enough probes to "
+                                 "localize a fault on them.")
                            .Register(*registry)
                            .Add({})),
-        coverage_min_probes(prometheus::BuildGauge()
-                                .Name("netdiag_probe_coverage_min_probes")
-                                .Help("Probes over the horizon a directed link needs to count as covered.")
-                                .Register(*registry)
-                                .Add({})),
+        coverage_min_probes(
+            prometheus::BuildGauge()
+                .Name("netdiag_probe_coverage_min_probes")
+                .Help("Probes over the horizon a directed link needs to count as covered.")
+                .Register(*registry)
+                .Add({})),
         records(prometheus::BuildCounter()
                     .Name("netdiag_ingest_records_total")
                     .Help("Telemetry records ingested by the engine, by kind (probe, port, lldp).")
@@ -244,12 +264,14 @@ struct AnalyzerMetrics::Impl {
                       .Add({})),
         late(prometheus::BuildCounter()
                  .Name("netdiag_ingest_late_records_total")
-                 .Help("Records older than the newest time but within the late tolerance (used as if in order).")
+                 .Help("Records older than the newest time but within the late tolerance (used as "
+                       "if in order).")
                  .Register(*registry)
                  .Add({})),
         too_late(prometheus::BuildCounter()
                      .Name("netdiag_ingest_too_late_records_total")
-                     .Help("Records older than the late tolerance: stored and counted, not used for past decisions.")
+                     .Help("Records older than the late tolerance: stored and counted, not used "
+                           "for past decisions.")
                      .Register(*registry)
                      .Add({})),
         passes(prometheus::BuildCounter()
@@ -257,28 +279,32 @@ struct AnalyzerMetrics::Impl {
                    .Help("Decision passes the engine has run.")
                    .Register(*registry)
                    .Add({})),
-        background_loss(prometheus::BuildGauge()
-                            .Name("netdiag_background_loss_ratio")
-                            .Help("Fabric-wide loss ratio every link is assumed to have (last pass).")
-                            .Register(*registry)
-                            .Add({})),
-        telemetry_time(prometheus::BuildGauge()
-                           .Name("netdiag_telemetry_newest_timestamp_seconds")
-                           .Help("Newest telemetry time the engine has ingested (Unix seconds when live).")
-                           .Register(*registry)
-                           .Add({})),
-        last_update(prometheus::BuildGauge()
-                        .Name("netdiag_metrics_last_update_timestamp_seconds")
-                        .Help("Wall-clock Unix time of the last engine pass reflected in these metrics.")
-                        .Register(*registry)
-                        .Add({})),
+        background_loss(
+            prometheus::BuildGauge()
+                .Name("netdiag_background_loss_ratio")
+                .Help("Fabric-wide loss ratio every link is assumed to have (last pass).")
+                .Register(*registry)
+                .Add({})),
+        telemetry_time(
+            prometheus::BuildGauge()
+                .Name("netdiag_telemetry_newest_timestamp_seconds")
+                .Help("Newest telemetry time the engine has ingested (Unix seconds when live).")
+                .Register(*registry)
+                .Add({})),
+        last_update(
+            prometheus::BuildGauge()
+                .Name("netdiag_metrics_last_update_timestamp_seconds")
+                .Help("Wall-clock Unix time of the last engine pass reflected in these metrics.")
+                .Register(*registry)
+                .Add({})),
         up(prometheus::BuildGauge()
                .Name("netdiag_analyzer_up")
                .Help("1 while the analyzer runs and updates its metrics.")
                .Register(*registry)
                .Add({})) {
     for (const auto& kind : kKinds) {
-      for (const char* state : {"open", "localized"}) open_incidents.Add({{"kind", kind}, {"state", state}});
+      for (const char* state : {"open", "localized"})
+        open_incidents.Add({{"kind", kind}, {"state", state}});
     }
     for (const char* state : {"connected", "disconnected"}) agents.Add({{"state", state}});
     std::map<Labels, double> totals;
@@ -287,7 +313,9 @@ struct AnalyzerMetrics::Impl {
       const auto& b = topo.node(topo.port(topo.link(l).b).node);
       const auto& lo = a.role <= b.role ? a : b;
       const auto& hi = a.role <= b.role ? b : a;
-      std::string pod = lo.pod ? std::to_string(*lo.pod) : hi.pod ? std::to_string(*hi.pod) : "none";
+      std::string pod = lo.pod   ? std::to_string(*lo.pod)
+                        : hi.pod ? std::to_string(*hi.pod)
+                                 : "none";
       Labels g{{"tier", lo.role_name + "-" + hi.role_name}, {"pod", pod}};
       link_group.push_back(g);
       totals[g] += 1;
@@ -330,8 +358,9 @@ struct AnalyzerMetrics::Impl {
       }
       for (topology::PortId p : inc.ports) {
         const auto& port = topo.port(p);
-        miscabled_port.set({{"device", topo.node(port.node).name}, {"interface", port.name},
-                            {"incident", inc.id}}, 1);
+        miscabled_port.set(
+            {{"device", topo.node(port.node).name}, {"interface", port.name}, {"incident", inc.id}},
+            1);
       }
       observeDelays(inc, now);
     }
@@ -445,9 +474,8 @@ struct AnalyzerMetrics::Impl {
   void sweepAll() {
     for (GaugeSet* g : {&link_fault, &suspect_loss, &suspect_confidence, &host_unreachable,
                         &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &drain_info,
-                        &degraded_loss,
-                        &degraded_excess, &degraded_probes, &agent_last_seen, &agent_connected,
-                        &agent_batches, &agent_records}) {
+                        &degraded_loss, &degraded_excess, &degraded_probes, &agent_last_seen,
+                        &agent_connected, &agent_batches, &agent_records}) {
       g->sweep();
     }
   }
@@ -473,7 +501,8 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   const analyzer::Coverage cov = engine.coverage(m.options.coverage_min_probes);
   m.dirlinks.Set(static_cast<double>(cov.dirlinks));
   m.dirlinks_covered.Set(static_cast<double>(cov.covered));
-  m.coverage_ratio.Set(cov.dirlinks ? static_cast<double>(cov.covered) / static_cast<double>(cov.dirlinks) : 0);
+  m.coverage_ratio.Set(
+      cov.dirlinks ? static_cast<double>(cov.covered) / static_cast<double>(cov.dirlinks) : 0);
   m.coverage_min_probes.Set(m.options.coverage_min_probes);
 
   m.batches.advance(ingest.batches);

@@ -36,8 +36,8 @@ struct AgentStatus {
 // Cumulative counts since the daemon started; update() turns them into
 // counters (a value lower than the last one is taken as a restart of the count).
 struct IngestCounters {
-  uint64_t batches = 0, duplicate_batches = 0, probes = 0, ports = 0, lldp = 0,
-           malformed = 0, late = 0, too_late = 0;
+  uint64_t batches = 0, duplicate_batches = 0, probes = 0, ports = 0, lldp = 0, malformed = 0,
+           late = 0, too_late = 0;
 };
 
 struct MetricsOptions {

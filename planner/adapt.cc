@@ -20,11 +20,12 @@ class Adapter {
     result_.plan.version = plan.version + 1;
     for (size_t i = 0; i < result_.plan.ports.size(); ++i) {
       PortId p = result_.plan.ports[i].src;
-      if (p < port_slot_.size() && idx_.edgeOfPort(p) != kNone) port_slot_[p] = static_cast<uint32_t>(i);
+      if (p < port_slot_.size() && idx_.edgeOfPort(p) != kNone)
+        port_slot_[p] = static_cast<uint32_t>(i);
     }
     added_.assign(result_.plan.ports.size(), 0);
-    max_flows_ = static_cast<size_t>(
-        std::floor(plan.budget.probes_per_second / kMinProbesPerSecondPerFlow));
+    max_flows_ =
+        static_cast<size_t>(std::floor(plan.budget.probes_per_second / kMinProbesPerSecondPerFlow));
     mass_.assign(idx_.switchCount(), 0);
     stamp_.assign(idx_.switchCount(), kNone);
   }

@@ -102,8 +102,8 @@ CoverageReport computeCoverage(const FabricIndex& idx, const Plan& plan,
       auto fwd = std::pair{eq, Mass{idx.edgeSwitch(ep), 1, rate}};
       auto rev = std::pair{ep, Mass{idx.edgeSwitch(eq), 1, rate}};
       if (raw.size() >= 2 && raw[raw.size() - 2].first == fwd.first &&
-          raw[raw.size() - 2].second.src_sw == fwd.second.src_sw &&
-          raw.back().first == rev.first && raw.back().second.src_sw == rev.second.src_sw) {
+          raw[raw.size() - 2].second.src_sw == fwd.second.src_sw && raw.back().first == rev.first &&
+          raw.back().second.src_sw == rev.second.src_sw) {
         raw[raw.size() - 2].second.flows += 1;
         raw[raw.size() - 2].second.rate += rate;
         raw.back().second.flows += 1;
@@ -195,8 +195,8 @@ CoverageReport computeCoverage(const FabricIndex& idx, const Plan& plan,
       continue;
     }
     // The miss probability itself, not 1 - P, so tiny values survive.
-    double miss = access ? (r.flows[d] + 1e-9 >= m ? 0.0 : 1.0)
-                         : poissonBelow(r.flows[d], target.min_flows);
+    double miss =
+        access ? (r.flows[d] + 1e-9 >= m ? 0.0 : 1.0) : poissonBelow(r.flows[d], target.min_flows);
     r.p_at_least[d] = 1 - miss;
     bool below = miss > target.max_miss_probability ||
                  r.probes_per_minute[d] + 1e-9 < target.min_probes_per_minute;

@@ -51,9 +51,9 @@ double poissonBelow(double mu, int m);
 double requiredMeanFlows(int m, double miss);
 
 enum class LinkStatus : uint8_t {
-  kCovered,    // meets the target
-  kBelow,      // plannable but under the target
-  kExcluded,   // drained, or an access link of an absent / unplanned port
+  kCovered,   // meets the target
+  kBelow,     // plannable but under the target
+  kExcluded,  // drained, or an access link of an absent / unplanned port
 };
 
 struct TierCoverage {

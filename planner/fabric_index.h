@@ -109,6 +109,8 @@ int derivePeers(const FabricIndex& index, const Budget& budget);
 // Deterministic 64-bit mixing (splitmix64 finalizer) used for every choice
 // the planner makes, so a plan depends only on (seed, names, constraints).
 uint64_t mix64(uint64_t x);
-inline uint64_t hashCombine(uint64_t a, uint64_t b) { return mix64(a ^ mix64(b + 0x9e3779b97f4a7c15ULL)); }
+inline uint64_t hashCombine(uint64_t a, uint64_t b) {
+  return mix64(a ^ mix64(b + 0x9e3779b97f4a7c15ULL));
+}
 
 }  // namespace netdiag::planner

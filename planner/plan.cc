@@ -117,7 +117,8 @@ class Planner {
   void allocate(int remote) {
     uint64_t available = 0;
     for (const PeerClass& c : classes_) available += c.ports;
-    remote = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(std::max(remote, 0)), available));
+    remote =
+        static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(std::max(remote, 0)), available));
     for (PeerClass& c : classes_) c.take = 0;
     if (remote == 0 || classes_.empty()) return;
     const int n = static_cast<int>(classes_.size());
@@ -140,7 +141,8 @@ class Planner {
     }
     std::stable_sort(remainders.begin(), remainders.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (size_t i = 0; given < left; ++i, ++given) ++classes_[remainders[i % remainders.size()].second].take;
+    for (size_t i = 0; given < left; ++i, ++given)
+      ++classes_[remainders[i % remainders.size()].second].take;
     // Classes with fewer ports than their share pass the overflow on, to the
     // farthest classes first.
     int overflow = 0;
@@ -190,7 +192,8 @@ class Planner {
     }
     k = std::min(k, scored_.size());
     std::partial_sort(scored_.begin(), scored_.begin() + static_cast<std::ptrdiff_t>(k),
-                      scored_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+                      scored_.end(),
+                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 0; i < k; ++i) out.push_back(scored_[i].second);
   }
 
@@ -317,19 +320,19 @@ int derivePeers(const FabricIndex& idx, const Budget& budget) {
   }
   double ratio = 1;
   if (!ratios.empty()) {
-    std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2),
-                     ratios.end());
+    std::nth_element(ratios.begin(),
+                     ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
     ratio = ratios[ratios.size() / 2];
   }
   // A leaf uplink expects ~2 x remote x flows_per_peer / ratio flows (its
   // ports' probes going up, and replies to probes that came down).
   double needed = 1.25 * kDesignFlows * ratio / (2.0 * budget.flows_per_peer);
-  int remote = std::clamp(static_cast<int>(std::ceil(needed)), kBaseRemotePeers,
-                          kMaxDerivedRemotePeers);
+  int remote =
+      std::clamp(static_cast<int>(std::ceil(needed)), kBaseRemotePeers, kMaxDerivedRemotePeers);
   int peers = remote + 1;  // + the same-leaf peer
   // Keep every flow at or above the minimum rate.
-  int max_peers = static_cast<int>(std::floor(budget.probes_per_second /
-                                              (kMinProbesPerSecondPerFlow * budget.flows_per_peer)));
+  int max_peers = static_cast<int>(
+      std::floor(budget.probes_per_second / (kMinProbesPerSecondPerFlow * budget.flows_per_peer)));
   return std::clamp(peers, 1, std::max(1, std::min(max_peers, kMaxPeers)));
 }
 

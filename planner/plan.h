@@ -57,7 +57,7 @@ struct Plan {
   Budget budget;
   uint64_t version = 0;  // 1 for a first plan, bumped by every replan / adapt
   uint64_t seed = 0;
-  int peers = 0;  // peers per host port actually used (budget.peers or derived)
+  int peers = 0;                // peers per host port actually used (budget.peers or derived)
   std::vector<PortPlan> ports;  // one per planned host port, in port-id order
 
   size_t flowCount() const;
@@ -100,9 +100,9 @@ struct AdaptOptions {
 };
 
 struct AdaptResult {
-  Plan plan;                        // version + 1
-  std::vector<DirLinkId> thin;      // links reported below min_flows (up, plannable)
-  std::vector<DirLinkId> unfixable; // thin links no plannable source can reach
+  Plan plan;                         // version + 1
+  std::vector<DirLinkId> thin;       // links reported below min_flows (up, plannable)
+  std::vector<DirLinkId> unfixable;  // thin links no plannable source can reach
   size_t flows_added = 0;
 };
 

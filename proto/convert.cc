@@ -100,11 +100,13 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
   r.path_partial = m.path_partial();
   std::string err;
   if (!m.path().empty()) {
-    err = toDirLinks(m.path(), [&](const std::string& s) { return resolver.port(s); }, topo, r.src,
-                     r.dst, r.path_partial, r.path);
+    err = toDirLinks(
+        m.path(), [&](const std::string& s) { return resolver.port(s); }, topo, r.src, r.dst,
+        r.path_partial, r.path);
   } else {
-    err = toDirLinks(m.path_addrs(), [&](const std::string& s) { return resolver.portByAddr(s); },
-                     topo, r.src, r.dst, r.path_partial, r.path);
+    err = toDirLinks(
+        m.path_addrs(), [&](const std::string& s) { return resolver.portByAddr(s); }, topo, r.src,
+        r.dst, r.path_partial, r.path);
   }
   // A path that does not map onto the topology (a hop answering from an
   // address the file does not list) costs the path, never the counts.
@@ -113,8 +115,9 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
     r.path_partial = false;
     warning = "path ignored, record kept without it: " + err;
   }
-  err = toDirLinks(m.reply_path(), [&](const std::string& s) { return resolver.port(s); }, topo,
-                   r.dst, r.src, false, r.reply_path);
+  err = toDirLinks(
+      m.reply_path(), [&](const std::string& s) { return resolver.port(s); }, topo, r.dst, r.src,
+      false, r.reply_path);
   if (!err.empty()) {
     r.reply_path.clear();
     warning += (warning.empty() ? "" : "; ") + std::string("reply_path ignored: ") + err;
@@ -122,7 +125,8 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
   return {};
 }
 
-std::string portError(const v1::PortCounters& m, const Resolver& resolver, telemetry::PortRecord& r) {
+std::string portError(const v1::PortCounters& m, const Resolver& resolver,
+                      telemetry::PortRecord& r) {
   if (!std::isfinite(m.t())) return "'t' is not a finite number";
   r = {};
   r.t = m.t();
@@ -140,7 +144,8 @@ std::string portError(const v1::PortCounters& m, const Resolver& resolver, telem
   return {};
 }
 
-std::string lldpError(const v1::LldpNeighbor& m, const Resolver& resolver, telemetry::LldpRecord& r) {
+std::string lldpError(const v1::LldpNeighbor& m, const Resolver& resolver,
+                      telemetry::LldpRecord& r) {
   if (!std::isfinite(m.t())) return "'t' is not a finite number";
   r.t = m.t();
   r.port = resolver.port(m.port());
@@ -159,8 +164,10 @@ std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolve
   for (int i = 0; i < batch.probes_size(); ++i) {
     std::string warning;
     std::string err = probeError(batch.probes(i), resolver, probe, warning);
-    if (err.empty()) sink.onProbe(probe);
-    else errors.push_back("probes[" + std::to_string(i) + "]: " + err);
+    if (err.empty())
+      sink.onProbe(probe);
+    else
+      errors.push_back("probes[" + std::to_string(i) + "]: " + err);
     if (!warning.empty() && warnings) {
       warnings->push_back("probes[" + std::to_string(i) + "]: " + warning);
     }
@@ -168,14 +175,18 @@ std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolve
   telemetry::PortRecord port;
   for (int i = 0; i < batch.ports_size(); ++i) {
     std::string err = portError(batch.ports(i), resolver, port);
-    if (err.empty()) sink.onPort(port);
-    else errors.push_back("ports[" + std::to_string(i) + "]: " + err);
+    if (err.empty())
+      sink.onPort(port);
+    else
+      errors.push_back("ports[" + std::to_string(i) + "]: " + err);
   }
   telemetry::LldpRecord lldp;
   for (int i = 0; i < batch.lldp_size(); ++i) {
     std::string err = lldpError(batch.lldp(i), resolver, lldp);
-    if (err.empty()) sink.onLldp(lldp);
-    else errors.push_back("lldp[" + std::to_string(i) + "]: " + err);
+    if (err.empty())
+      sink.onLldp(lldp);
+    else
+      errors.push_back("lldp[" + std::to_string(i) + "]: " + err);
   }
   return errors;
 }

@@ -85,9 +85,9 @@ std::unique_ptr<grpc::Server> startGrpcServer(grpc::Service& service, const Grpc
         o.tls_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    for (const auto& [path, out] : {std::pair{o.tls_cert, &pair.cert_chain},
-                                    std::pair{o.tls_key, &pair.private_key},
-                                    std::pair{o.tls_ca, &ssl.pem_root_certs}}) {
+    for (const auto& [path, out] :
+         {std::pair{o.tls_cert, &pair.cert_chain}, std::pair{o.tls_key, &pair.private_key},
+          std::pair{o.tls_ca, &ssl.pem_root_certs}}) {
       if (!path.empty() && !readFile(path, *out)) {
         *error = "cannot read " + path;
         return nullptr;

@@ -33,8 +33,8 @@ class CollectorService final : public v1::Collector::Service {
 
 struct GrpcListenOptions {
   std::string address = "127.0.0.1:7600";  // HOST:PORT; port 0 picks a free one
-  std::string tls_cert, tls_key;  // both empty: plaintext
-  std::string tls_ca;             // set: clients must present a certificate it signed (mTLS)
+  std::string tls_cert, tls_key;           // both empty: plaintext
+  std::string tls_ca;  // set: clients must present a certificate it signed (mTLS)
 };
 
 // Builds and starts the server; nullptr and *error when it cannot listen or

@@ -24,12 +24,12 @@
 namespace netdiag::server {
 
 struct DaemonOptions {
-  GrpcListenOptions grpc;                          // agents
-  std::string web_listen = "127.0.0.1:9600";       // HTTP API and /metrics
+  GrpcListenOptions grpc;                     // agents
+  std::string web_listen = "127.0.0.1:9600";  // HTTP API and /metrics
   LiveOptions live;
-  double delay_s = 2;  // the engine runs this far behind the wall clock
-  double tick_s = 1;   // live clock period
-  LogFn log;           // diagnostics (malformed batches, persistence errors)
+  double delay_s = 2;             // the engine runs this far behind the wall clock
+  double tick_s = 1;              // live clock period
+  LogFn log;                      // diagnostics (malformed batches, persistence errors)
   std::function<double()> clock;  // wall clock, Unix seconds (default: system clock)
 };
 

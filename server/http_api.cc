@@ -42,7 +42,8 @@ bool splitHostPort(const std::string& address, std::string& host, int& port) {
     host = host.substr(1, host.size() - 2);
   }
   const std::string digits = address.substr(colon + 1);
-  if (digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   port = std::stoi(digits);
   return port <= 65535 && !host.empty();
 }
@@ -101,33 +102,37 @@ void HttpApi::routes() {
     }
     sendJson(res, analyzer_.incidents(f));
   });
-  s.Get(R"(/api/v1/incidents/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    auto body = analyzer_.incident(req.matches[1]);
-    if (!body) return sendError(res, 404, "no incident \"" + std::string(req.matches[1]) + "\"");
-    sendJson(res, *body);
-  });
+  s.Get(R"(/api/v1/incidents/([^/]+))",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          auto body = analyzer_.incident(req.matches[1]);
+          if (!body)
+            return sendError(res, 404, "no incident \"" + std::string(req.matches[1]) + "\"");
+          sendJson(res, *body);
+        });
   s.Get(R"(/api/v1/links/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches[1];
     auto body = analyzer_.link(name);
     if (!body) {
-      return sendError(res, 404, "no directed link \"" + name + "\" in topology " +
-                                     analyzer_.topology().name + " (write it as X:p->Y:q)");
+      return sendError(res, 404,
+                       "no directed link \"" + name + "\" in topology " +
+                           analyzer_.topology().name + " (write it as X:p->Y:q)");
     }
     sendJson(res, *body);
   });
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty()) sendError(res, 404, "no such endpoint: " + req.path);
   });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    sendError(res, 500, what);
-  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        sendError(res, 500, what);
+      });
 }
 
 std::string HttpApi::start(const std::string& address) {

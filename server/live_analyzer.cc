@@ -52,7 +52,8 @@ struct Held {
 };
 
 nlohmann::json evidenceJson(const analyzer::LinkEvidence& e) {
-  return {{"probes", e.probes}, {"lost", e.lost},
+  return {{"probes", e.probes},
+          {"lost", e.lost},
           {"loss_ratio", e.probes > 0 ? e.lost / e.probes : 0.0}};
 }
 
@@ -100,9 +101,12 @@ struct LiveAnalyzer::Impl {
       std::visit(
           [this](const auto& r) {
             using T = std::decay_t<decltype(r)>;
-            if constexpr (std::is_same_v<T, telemetry::ProbeRecord>) engine.onProbe(r);
-            else if constexpr (std::is_same_v<T, telemetry::PortRecord>) engine.onPort(r);
-            else engine.onLldp(r);
+            if constexpr (std::is_same_v<T, telemetry::ProbeRecord>)
+              engine.onProbe(r);
+            else if constexpr (std::is_same_v<T, telemetry::PortRecord>)
+              engine.onPort(r);
+            else
+              engine.onLldp(r);
           },
           held.top().record);
       held.pop();
@@ -132,7 +136,8 @@ struct LiveAnalyzer::Impl {
 
   analyzer::Report openReport() const {
     analyzer::Report r = engine.report();
-    std::erase_if(r.incidents, [](const analyzer::Incident& i) { return i.resolved_at.has_value(); });
+    std::erase_if(r.incidents,
+                  [](const analyzer::Incident& i) { return i.resolved_at.has_value(); });
     return r;
   }
 };
@@ -153,7 +158,8 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
   }
   planner::Plan plan = planner::makePlan(topo, options.budget, {}, options.plan_seed);
   options.engine.expected_flows = plan.flowCount();
-  auto impl = std::make_unique<Impl>(topo, std::move(options), std::move(registry), std::move(clock));
+  auto impl =
+      std::make_unique<Impl>(topo, std::move(options), std::move(registry), std::move(clock));
   impl->plan = std::move(plan);
   Impl& m = *impl;
   if (!m.options.db_path.empty()) {
@@ -311,8 +317,10 @@ std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::s
   std::lock_guard lk(m.mu);
   auto it = m.plans.find(*node);
   if (it == m.plans.end()) {
-    it = m.plans.emplace(*node, proto::agentPlan(m.topo, m.plan, *node, m.options.responder_port,
-                                                 m.options.dscp)).first;
+    it = m.plans
+             .emplace(*node, proto::agentPlan(m.topo, m.plan, *node, m.options.responder_port,
+                                              m.options.dscp))
+             .first;
   }
   return it->second;
 }

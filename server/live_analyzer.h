@@ -52,8 +52,8 @@ struct LiveOptions {
 
 struct BatchResult {
   bool duplicate = false;
-  size_t accepted = 0;              // records handed to the engine
-  std::vector<std::string> errors;  // one per rejected record, or the batch's problem
+  size_t accepted = 0;                // records handed to the engine
+  std::vector<std::string> errors;    // one per rejected record, or the batch's problem
   std::vector<std::string> warnings;  // records kept without a path that did not map
 };
 

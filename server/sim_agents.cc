@@ -58,8 +58,9 @@ void SimAgents::before(double t) {
     started_ = true;
     t_first_ = t;
     wall_first_ = std::chrono::steady_clock::now();
-    shift_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                 .count() - t;
+    shift_ =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+        t;
     if (options_.align_s > 0) shift_ = std::floor(shift_ / options_.align_s) * options_.align_s;
     next_flush_ = t + options_.batch_interval_s;
   }
@@ -145,7 +146,8 @@ bool SimAgents::finish(double timeout_s, std::string* error) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (started_) {
-    seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_first_).count();
+    seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_first_).count();
   }
   return true;
 }

@@ -27,10 +27,10 @@ namespace netdiag::server {
 
 struct SimAgentsOptions {
   std::string analyzer = "127.0.0.1:7600";
-  size_t agents = 0;                  // 0: one per host, at most 64
-  double speed = 1;                   // telemetry seconds per wall second; 0: no pacing
-  double batch_interval_s = 1;        // telemetry time per batch
-  size_t max_batch_records = 5000;    // a batch is sent early when this full
+  size_t agents = 0;                              // 0: one per host, at most 64
+  double speed = 1;                               // telemetry seconds per wall second; 0: no pacing
+  double batch_interval_s = 1;                    // telemetry time per batch
+  size_t max_batch_records = 5000;                // a batch is sent early when this full
   uint64_t max_outstanding_bytes = 256ull << 20;  // unacknowledged, all agents together
   std::string tls_ca, tls_cert, tls_key;
   // The shift is a multiple of this, so simulated windows keep their
@@ -40,7 +40,7 @@ struct SimAgentsOptions {
 
 struct SimAgentsStats {
   uint64_t records = 0, batches = 0, acked = 0, reconnects = 0;
-  double seconds = 0;  // wall time from the first record to the last ack
+  double seconds = 0;     // wall time from the first record to the last ack
   double time_shift = 0;  // added to every telemetry time
 };
 

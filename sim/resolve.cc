@@ -95,14 +95,13 @@ std::vector<ResolvedFault> resolveFaults(const Topology& topo, const Scenario& s
           picks.push_back(d);
           used_links.insert(Topology::linkOf(d));
           // Drop both directions of the chosen link from the candidates.
-          std::erase_if(candidates, [&](DirLinkId c) {
-            return Topology::linkOf(c) == Topology::linkOf(d);
-          });
+          std::erase_if(candidates,
+                        [&](DirLinkId c) { return Topology::linkOf(c) == Topology::linkOf(d); });
         }
         if (static_cast<int>(picks.size()) < f.count) {
           error(f, "selector {from: " + f.link.from + ", to: " + f.link.to + "} matches " +
-                       std::to_string(picks.size()) + " unused links, " +
-                       std::to_string(f.count) + " needed");
+                       std::to_string(picks.size()) + " unused links, " + std::to_string(f.count) +
+                       " needed");
           continue;
         }
       }

@@ -16,8 +16,8 @@ using topology::YamlDoc;
 using Index = YamlDoc::Index;
 using Kind = YamlDoc::Kind;
 
-const char* const kFaultKinds[] = {"link_loss",      "link_corruption", "link_down",
-                                   "link_flap",      "link_blackhole",  "link_latency"};
+const char* const kFaultKinds[] = {"link_loss", "link_corruption", "link_down",
+                                   "link_flap", "link_blackhole",  "link_latency"};
 const char* const kTrapKinds[] = {"congestion", "dead_responder", "host_reboot", "miscabling"};
 
 std::optional<double> toDouble(std::string_view s) {
@@ -67,9 +67,8 @@ class FabricParams {
               {"parallel", &ls.parallel}};
     }
     if (spec_.generator == "fat-tree") return {{"k", &spec_.fat_tree.k}};
-    return {{"sus", &rail.sus},         {"hosts_per_su", &rail.hosts_per_su},
-            {"rails", &rail.rails},     {"spines", &rail.spines},
-            {"leaf_uplinks", &rail.leaf_uplinks}, {"cores", &rail.cores}};
+    return {{"sus", &rail.sus},       {"hosts_per_su", &rail.hosts_per_su}, {"rails", &rail.rails},
+            {"spines", &rail.spines}, {"leaf_uplinks", &rail.leaf_uplinks}, {"cores", &rail.cores}};
   }
   int* find(std::string_view key) {
     auto t = table();
@@ -84,9 +83,7 @@ class FabricParams {
   FabricSpec& spec_;
 };
 
-bool isGenerator(std::string_view g) {
-  return g == "leaf-spine" || g == "fat-tree" || g == "rail";
-}
+bool isGenerator(std::string_view g) { return g == "leaf-spine" || g == "fat-tree" || g == "rail"; }
 
 class ScenarioParser {
  public:
@@ -289,8 +286,8 @@ class ScenarioParser {
     number(item, "onset", f.onset);
     number(item, "end", f.end);
     if (f.end <= f.onset) {
-      error(line, "fault '" + f.kind + "': onset " + fmt(f.onset) + " is not before end " +
-                      fmt(f.end));
+      error(line,
+            "fault '" + f.kind + "': onset " + fmt(f.onset) + " is not before end " + fmt(f.end));
     }
     integer(item, "count", f.count, 1, 10000);
     const bool on_link = isFaultKind(f.kind) || f.kind == "congestion";

@@ -55,7 +55,7 @@ std::optional<topology::Topology> buildFabric(const FabricSpec& spec,
                                               std::vector<Diagnostic>& errors);
 
 struct Noise {
-  double background_loss = 1e-5;  // per directed link, per packet
+  double background_loss = 1e-5;   // per directed link, per packet
   double missing_records = 0.005;  // records an agent failed to deliver
   double late_records = 0.0;       // records delivered up to `late_max_s` late
   double late_max_s = 20;
@@ -65,10 +65,10 @@ struct Noise {
   double reply_path_known = 0.0;    // records that carry `reply_path`
   double one_way = 1.0;             // records that carry lost_fwd / lost_rev
   double counter_interval_s = 10;
-  bool counter_reset = true;  // one random port's counters reset mid-run
-  double hop_latency_us = 2;  // per switch hop, one way
-  double host_latency_us = 8; // stack and NIC, per round trip
-  double rtt_jitter = 0.1;    // relative spread of p50
+  bool counter_reset = true;        // one random port's counters reset mid-run
+  double hop_latency_us = 2;        // per switch hop, one way
+  double host_latency_us = 8;       // stack and NIC, per round trip
+  double rtt_jitter = 0.1;          // relative spread of p50
   double packets_per_second = 2e5;  // background traffic per port, for counters
 };
 
@@ -94,12 +94,12 @@ struct FaultSpec {
   int count = 1;  // distinct links (or hosts) drawn by the selector
   double onset = 0;
   double end = kForever;
-  double loss = 0;         // link_loss, link_corruption, congestion
-  double share = 0;        // link_blackhole: share of flows through the link dropped
-  double latency_us = 0;   // link_latency
-  double period_s = 30;    // link_flap
-  double down_s = 5;       // link_flap
-  double tx_drops_per_s = 5000;  // congestion
+  double loss = 0;                 // link_loss, link_corruption, congestion
+  double share = 0;                // link_blackhole: share of flows through the link dropped
+  double latency_us = 0;           // link_latency
+  double period_s = 30;            // link_flap
+  double down_s = 5;               // link_flap
+  double tx_drops_per_s = 5000;    // congestion
   std::vector<std::string> ports;  // miscabling: two ports of one node whose cables swap
   std::string on_role = "leaf";    // miscabling: role of the node, when ports are not given
 };

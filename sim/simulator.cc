@@ -87,11 +87,11 @@ struct Simulator::Impl {
     phases = static_cast<uint32_t>(std::clamp(std::lround(window), 1l, 10l));
     step = window / phases;
     for (const planner::PortPlan& pp : plan.ports) {
-      uint32_t phase = static_cast<uint32_t>(
-          hashKeys(options.seed, kPhase, topo.port(pp.src).node) % phases);
+      uint32_t phase =
+          static_cast<uint32_t>(hashKeys(options.seed, kPhase, topo.port(pp.src).node) % phases);
       for (const planner::Flow& f : pp.flows) {
-        flows.push_back(SimFlow{pp.src, f.dst, f.source_port, phase,
-                                pp.probes_per_second_per_flow * window});
+        flows.push_back(
+            SimFlow{pp.src, f.dst, f.source_port, phase, pp.probes_per_second_per_flow * window});
       }
     }
     stats.flows = flows.size();

@@ -31,9 +31,9 @@ struct TruthItem {
   std::string cause;               // host_unreachable: dead_responder | reboot
   double onset = 0;
   std::optional<double> end;
-  double loss = 0;         // configured loss ratio, when it has one
-  double latency_us = 0;   // link_latency
-  std::string note;        // free text, e.g. the selector that chose the link
+  double loss = 0;        // configured loss ratio, when it has one
+  double latency_us = 0;  // link_latency
+  std::string note;       // free text, e.g. the selector that chose the link
 
   bool isLinkFault() const { return kind.rfind("link_", 0) == 0; }
 };

@@ -115,7 +115,8 @@ Status applyOne(Database& db, const Migration& m) {
   if (!current) return Status::error(migrationName(m) + ": " + current.message());
   if (*current >= m.version) return Status::ok();
 
-  if (auto s = db.exec(m.sql); !s) return Status::error(migrationName(m) + " failed: " + s.message());
+  if (auto s = db.exec(m.sql); !s)
+    return Status::error(migrationName(m) + " failed: " + s.message());
   auto insert = db.prepare(
       "INSERT INTO schema_version (version, description, applied_at) "
       "VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");

@@ -1,10 +1,10 @@
 #include "store/sqlite.h"
 
-#include <sqlite3.h>
-
 #include <filesystem>
 #include <system_error>
 #include <utility>
+
+#include <sqlite3.h>
 
 namespace netdiag::store {
 namespace {
@@ -163,9 +163,9 @@ Status Statement::bindDouble(int index, double value) {
 }
 
 Status Statement::bindText(int index, std::string_view value) {
-  return bindStatus(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
-                                        SQLITE_TRANSIENT, SQLITE_UTF8),
-                    index);
+  return bindStatus(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
 }
 
 Status Statement::bindNull(int index) { return bindStatus(sqlite3_bind_null(stmt_, index), index); }

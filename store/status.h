@@ -40,11 +40,10 @@ class [[nodiscard]] Result {
   // Accepts anything T can be built from, so `return id;` works for
   // Result<std::optional<int64_t>>.
   template <typename U = T>
-    requires(std::is_constructible_v<T, U &&> &&
-             !std::is_same_v<std::remove_cvref_t<U>, Status> &&
-             !std::is_same_v<std::remove_cvref_t<U>, Result>)
-  Result(U&& value) : value_(std::forward<U>(value)) {}  // NOLINT: implicit by design
-  Result(Status error) : error_(std::move(error)) {      // NOLINT: implicit by design
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, Status> &&
+           !std::is_same_v<std::remove_cvref_t<U>, Result>) Result(U&& value)
+      : value_(std::forward<U>(value)) {}            // NOLINT: implicit by design
+  Result(Status error) : error_(std::move(error)) {  // NOLINT: implicit by design
     assert(!error_.isOk() && "a Result needs a value or a failed Status");
   }
 

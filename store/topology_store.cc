@@ -11,7 +11,9 @@ using topology::NodeId;
 using topology::PortId;
 using topology::Topology;
 
-Status saveError(const Status& s) { return Status::error("save topology snapshot: " + s.message()); }
+Status saveError(const Status& s) {
+  return Status::error("save topology snapshot: " + s.message());
+}
 
 Status loadError(int64_t id, std::string_view what) {
   std::string msg = "load topology snapshot " + std::to_string(id) + ": ";

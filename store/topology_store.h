@@ -21,7 +21,7 @@ namespace netdiag::store {
 struct SnapshotInfo {
   int64_t id = 0;
   std::string label;
-  std::string name;  // Topology::name
+  std::string name;                                  // Topology::name
   std::chrono::system_clock::time_point created_at;  // millisecond precision
   int64_t node_count = 0;
   int64_t port_count = 0;

@@ -48,10 +48,10 @@ struct BadLine {
 };
 
 struct ReadStats {
-  uint64_t lines = 0;        // lines read, blank ones included
-  uint64_t records = 0;      // records handed to the sink
-  uint64_t bad = 0;          // invalid JSON or records that break the contract
-  uint64_t unknown_kind = 0; // counted and skipped, per the contract
+  uint64_t lines = 0;              // lines read, blank ones included
+  uint64_t records = 0;            // records handed to the sink
+  uint64_t bad = 0;                // invalid JSON or records that break the contract
+  uint64_t unknown_kind = 0;       // counted and skipped, per the contract
   std::vector<BadLine> first_bad;  // the first kMaxBadLinesKept of them
   static constexpr size_t kMaxBadLinesKept = 1000;
 };
@@ -76,8 +76,8 @@ struct ReadOptions {
 // reuses it). Counts are added to `stats` (pass a fresh one per log); line
 // numbers in first_bad count from 1 in each call. Not thread-safe per call;
 // concurrent calls with distinct streams, sinks and stats are fine.
-bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink,
-               ReadStats& stats, const ReadOptions& options = {});
+bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink, ReadStats& stats,
+               const ReadOptions& options = {});
 
 namespace detail {
 // Appends `s` as the inside of a JSON string: quotes, backslashes and

@@ -1,5 +1,3 @@
-#include "telemetry/jsonl.h"
-
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -10,6 +8,8 @@
 #include <utility>
 
 #include <simdjson.h>
+
+#include "telemetry/jsonl.h"
 
 namespace netdiag::telemetry {
 namespace {
@@ -54,11 +54,31 @@ enum class Key : uint8_t {
 constexpr size_t kKeyCount = static_cast<size_t>(Key::kCount);
 
 constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
-    "t",          "kind",         "src",        "dst",        "flow",
-    "window_s",   "sent",         "lost",       "lost_fwd",   "lost_rev",
-    "rtt_us_p50", "rtt_us_p99",   "path",       "path_partial", "reply_path",
-    "port",       "oper_up",      "rx_packets", "tx_packets", "rx_errors",
-    "rx_crc_errors", "rx_drops",  "tx_drops",   "fec_uncorrectable", "carrier_changes",
+    "t",
+    "kind",
+    "src",
+    "dst",
+    "flow",
+    "window_s",
+    "sent",
+    "lost",
+    "lost_fwd",
+    "lost_rev",
+    "rtt_us_p50",
+    "rtt_us_p99",
+    "path",
+    "path_partial",
+    "reply_path",
+    "port",
+    "oper_up",
+    "rx_packets",
+    "tx_packets",
+    "rx_errors",
+    "rx_crc_errors",
+    "rx_drops",
+    "tx_drops",
+    "fec_uncorrectable",
+    "carrier_changes",
     "neighbor",
 };
 
@@ -238,7 +258,8 @@ LineParser::Outcome LineParser::parse(const char* p, size_t len) {
     present_[static_cast<size_t>(k)] = true;
   }
   if (!has(Key::kT)) return bad("missing 't'");
-  if (!field(Key::kT).is_number()) return bad("'t' must be a number, got " + describe(field(Key::kT)));
+  if (!field(Key::kT).is_number())
+    return bad("'t' must be a number, got " + describe(field(Key::kT)));
   t_ = field(Key::kT).get_double().value_unsafe();
   if (!has(Key::kKind)) return bad("missing 'kind'");
   if (field(Key::kKind).get_string().get(kind_)) {
@@ -339,9 +360,11 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
     }
     if (i == 0) {
       auto id = topo_.findPort(ref);
-      if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+      if (!id)
+        return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
       if (*id != from) {
-        return fail(label + "starts at " + quotedValue(ref) + ", not at " + quotedValue(topo_.portRef(from)));
+        return fail(label + "starts at " + quotedValue(ref) + ", not at " +
+                    quotedValue(topo_.portRef(from)));
       }
       prev = *id;
     } else if (i % 2 == 1) {
@@ -356,7 +379,8 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
       }
       if (!match) {
         auto id = topo_.findPort(ref);
-        if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+        if (!id)
+          return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
         return fail(label + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
                     " is not a link of the topology");
       }
@@ -365,7 +389,8 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
       pending = kNone;
     } else {
       auto id = topo_.findPort(ref);
-      if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
+      if (!id)
+        return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
       if (*id == prev) {
         return fail(label + quotedValue(ref) + " is both ingress and egress of one hop");
       }
@@ -390,7 +415,8 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
     }
     out.push_back(pending);
   } else if (i > 0 && !partial && prev != to) {
-    return fail(label + "ends at " + quotedValue(prev_ref) + ", not at " + quotedValue(topo_.portRef(to)));
+    return fail(label + "ends at " + quotedValue(prev_ref) + ", not at " +
+                quotedValue(topo_.portRef(to)));
   }
   return true;
 }
@@ -405,7 +431,8 @@ LineParser::Outcome LineParser::parseProbe() {
   if (given(Key::kWindowS)) {
     if (!numberField(Key::kWindowS, r.window_s)) return Outcome::kBad;
     if (!(r.window_s > 0)) {
-      return badRecord("'window_s' must be a positive number, got " + describe(field(Key::kWindowS)));
+      return badRecord("'window_s' must be a positive number, got " +
+                       describe(field(Key::kWindowS)));
     }
   }
   constexpr uint64_t kMax32 = std::numeric_limits<uint32_t>::max();
@@ -438,8 +465,8 @@ LineParser::Outcome LineParser::parseProbe() {
     appendInt(msg, lost);
     return badRecord(msg);
   }
-  for (auto [present, value, key] : {std::tuple{has_fwd, fwd, Key::kLostFwd},
-                                     std::tuple{has_rev, rev, Key::kLostRev}}) {
+  for (auto [present, value, key] :
+       {std::tuple{has_fwd, fwd, Key::kLostFwd}, std::tuple{has_rev, rev, Key::kLostRev}}) {
     if (present && value > lost) {
       std::string msg = "'" + std::string(name(key)) + "' ";
       appendInt(msg, value);
@@ -450,20 +477,21 @@ LineParser::Outcome LineParser::parseProbe() {
   }
   if (has_fwd) r.lost_fwd = static_cast<uint32_t>(fwd);
   if (has_rev) r.lost_rev = static_cast<uint32_t>(rev);
-  for (auto [key, out] : {std::pair{Key::kRttP50, &r.rtt_us_p50},
-                          std::pair{Key::kRttP99, &r.rtt_us_p99}}) {
+  for (auto [key, out] :
+       {std::pair{Key::kRttP50, &r.rtt_us_p50}, std::pair{Key::kRttP99, &r.rtt_us_p99}}) {
     *out = NAN;
     if (!given(key)) continue;
     if (!numberField(key, *out)) return Outcome::kBad;
     if (*out < 0) {
       return badRecord("'" + std::string(name(key)) + "' must be a non-negative number, got " +
-                  describe(field(key)));
+                       describe(field(key)));
     }
   }
   r.path_partial = false;
   if (given(Key::kPathPartial)) {
     if (field(Key::kPathPartial).get_bool().get(r.path_partial)) {
-      return badRecord("'path_partial' must be true or false, got " + describe(field(Key::kPathPartial)));
+      return badRecord("'path_partial' must be true or false, got " +
+                       describe(field(Key::kPathPartial)));
     }
   }
   r.path.clear();
@@ -516,8 +544,8 @@ LineParser::Outcome LineParser::parseLldp() {
 
 }  // namespace
 
-bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink,
-               ReadStats& stats, const ReadOptions& options) {
+bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink, ReadStats& stats,
+               const ReadOptions& options) {
   LineParser parser(topo, sink);
   // One growable buffer: [begin, end) holds unread bytes; the allocation
   // keeps SIMDJSON_PADDING spare bytes past `cap` so every line, even the

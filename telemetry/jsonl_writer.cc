@@ -1,9 +1,9 @@
-#include "telemetry/jsonl.h"
-
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <string_view>
+
+#include "telemetry/jsonl.h"
 
 namespace netdiag::telemetry {
 namespace {
@@ -46,9 +46,9 @@ size_t utf8SequenceLength(std::string_view s, size_t i) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
   }
   unsigned char c1 = byte(i + 1);
-  if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
+  if (c == 0xE0 && c1 < 0xA0) return 0;   // overlong
   if (c == 0xED && c1 >= 0xA0) return 0;  // surrogate
-  if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
+  if (c == 0xF0 && c1 < 0x90) return 0;   // overlong
   if (c == 0xF4 && c1 >= 0x90) return 0;  // above U+10FFFF
   return n;
 }
@@ -81,13 +81,27 @@ void appendJsonEscaped(std::string& out, std::string_view s) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default: {
         static constexpr char kHex[] = "0123456789abcdef";
         out += "\\u00";

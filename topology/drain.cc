@@ -160,7 +160,8 @@ DrainPlan planDrain(const Router& router, LinkId link) {
     if (plan.stranded_hosts.size() > 3) {
       hosts += " and " + std::to_string(plan.stranded_hosts.size() - 3) + " more";
     }
-    plan.summary = "unsafe: " + width + "; " + hosts + " would be cut off from the rest of the fabric";
+    plan.summary =
+        "unsafe: " + width + "; " + hosts + " would be cut off from the rest of the fabric";
   }
   return plan;
 }

@@ -70,8 +70,8 @@ class PathSet {
 
   const Router* router_ = nullptr;
   std::shared_ptr<const std::vector<uint16_t>> dist_;  // hops to dst switch
-  DirLinkId first_ = kNone;  // src port's egress link
-  DirLinkId last_ = kNone;   // link into the dst port; kNone on a direct host-host cable
+  DirLinkId first_ = kNone;                            // src port's egress link
+  DirLinkId last_ = kNone;  // link into the dst port; kNone on a direct host-host cable
   NodeId src_switch_ = kNone;
   NodeId dst_switch_ = kNone;
   uint64_t count_ = 0;

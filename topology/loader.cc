@@ -128,8 +128,8 @@ class Loader {
       int64_t v = 0;
       auto [end, ec] = std::from_chars(pod->data(), pod->data() + pod->size(), v);
       if (ec != std::errc() || end != pod->data() + pod->size()) {
-        error(doc_.line(doc_.find(n, "pod")), "node " + quoted + ": 'pod' must be an integer, got '" + std::string(*pod) +
-                        "'");
+        error(doc_.line(doc_.find(n, "pod")),
+              "node " + quoted + ": 'pod' must be an integer, got '" + std::string(*pod) + "'");
         bad = true;
       }
       node.pod = v;
@@ -181,9 +181,9 @@ class Loader {
         auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), speed);
         if (ec != std::errc() || end != s->data() + s->size() || !std::isfinite(speed) ||
             speed < 0) {
-          error(doc_.line(doc_.find(l, "speed_gbps")), "link " + std::string(a.ref) + " -- " + std::string(b.ref) +
-                          ": 'speed_gbps' must be a non-negative number, got '" + std::string(*s) +
-                          "'");
+          error(doc_.line(doc_.find(l, "speed_gbps")),
+                "link " + std::string(a.ref) + " -- " + std::string(b.ref) +
+                    ": 'speed_gbps' must be a non-negative number, got '" + std::string(*s) + "'");
           bad = true;
         }
       }

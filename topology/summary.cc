@@ -47,8 +47,8 @@ Summary summarize(const Topology& topo) {
   std::map<std::string, TierSummary> by_role;
   for (NodeId n = 0; n < topo.nodeCount(); ++n) {
     const Node& node = topo.node(n);
-    const std::string role = node.role_name.empty() ? std::string(roleName(node.role))
-                                                     : node.role_name;
+    const std::string role =
+        node.role_name.empty() ? std::string(roleName(node.role)) : node.role_name;
     TierSummary& t = by_role[role];
     if (t.nodes == 0) {
       t.role = role;

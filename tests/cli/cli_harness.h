@@ -3,9 +3,6 @@
 // Runs the real `netdiag` binary in a per-test temporary directory and
 // captures its exit code, stdout and stderr.
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +10,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace netdiag::testing {
 
@@ -59,6 +58,5 @@ class CliTest : public ::testing::Test {
 
   fs::path dir_;
 };
-
 
 }  // namespace netdiag::testing

@@ -112,9 +112,10 @@ TEST_F(CliTest, ValidateMissingFile) {
 }
 
 TEST_F(CliTest, GenerateEachKindThenValidate) {
-  for (std::string args : {"leaf-spine --spines 2 --leaves 3 --hosts-per-leaf 2 -o ",
-                           "fat-tree -k 4 -o ", "rail --sus 2 --hosts-per-su 2 --rails 2 "
-                                                "--spines 2 --leaf-uplinks 2 --cores 2 -o "}) {
+  for (std::string args :
+       {"leaf-spine --spines 2 --leaves 3 --hosts-per-leaf 2 -o ", "fat-tree -k 4 -o ",
+        "rail --sus 2 --hosts-per-su 2 --rails 2 "
+        "--spines 2 --leaf-uplinks 2 --cores 2 -o "}) {
     for (std::string ext : {".yaml", ".json"}) {
       std::string file = path("g" + ext);
       Outcome g = run("topo generate " + args + file);
@@ -148,10 +149,10 @@ TEST_F(CliTest, GenerateBadParametersWritesNothing) {
 }
 
 TEST_F(CliTest, ShowCountsAndOversubscription) {
-  ASSERT_EQ(run("topo generate leaf-spine --spines 2 --leaves 4 --hosts-per-leaf 8 -o " +
-                path("ls.yaml"))
-                .code,
-            0);
+  ASSERT_EQ(
+      run("topo generate leaf-spine --spines 2 --leaves 4 --hosts-per-leaf 8 -o " + path("ls.yaml"))
+          .code,
+      0);
   Outcome r = run("topo show --json " + path("ls.yaml"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -194,7 +195,8 @@ TEST_F(CliTest, PathsCountsAndLists) {
 
 TEST_F(CliTest, PathsLimitAndFatTreeCount) {
   ASSERT_EQ(run("topo generate fat-tree -k 8 -o " + path("ft.yaml")).code, 0);
-  Outcome r = run("topo paths --json --limit 3 " + path("ft.yaml") + " host1-1-1:eth0 host2-1-1:eth0");
+  Outcome r =
+      run("topo paths --json --limit 3 " + path("ft.yaml") + " host1-1-1:eth0 host2-1-1:eth0");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["count"], 16);  // (k/2)^2 between pods

@@ -13,14 +13,16 @@ namespace {
 
 using netdiag::testing::CliTest;
 using netdiag::testing::Outcome;
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 class DrainCliTest : public CliTest {
  protected:
   void SetUp() override {
     CliTest::SetUp();
-    ASSERT_EQ(run("topo generate leaf-spine --spines 8 --leaves 4 --hosts-per-leaf 2 -o " + topo()).code, 0);
+    ASSERT_EQ(
+        run("topo generate leaf-spine --spines 8 --leaves 4 --hosts-per-leaf 2 -o " + topo()).code,
+        0);
   }
   std::string topo() const { return path("fabric.yaml"); }
 };

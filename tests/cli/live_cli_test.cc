@@ -3,16 +3,15 @@
 // is localized (checked over HTTP with httplib), SIGTERM stops it cleanly,
 // and a restarted analyzer still has the incident.
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <regex>
 #include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/cli/cli_harness.h"
 
@@ -84,7 +83,9 @@ class LiveCliTest : public CliTest {
 };
 
 TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
-  auto r = run("analyzer --topology /nonexistent.yaml --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0");
+  auto r =
+      run("analyzer --topology /nonexistent.yaml --listen 127.0.0.1:0 --web.listen-address "
+          "127.0.0.1:0");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("/nonexistent.yaml"), std::string::npos) << r.err;
 
@@ -116,7 +117,9 @@ TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
 
 TEST_F(LiveCliTest, SimulateLiveIntoAnAnalyzerLocalizesTheGrayLink) {
   ASSERT_EQ(run("topo generate leaf-spine --spines 4 --leaves 6 --hosts-per-leaf 6 -o " +
-                path("fabric.yaml")).code, 0);
+                path("fabric.yaml"))
+                .code,
+            0);
   write("gray.yaml", R"(name: gray_short
 duration_s: 180
 window_s: 5
@@ -137,8 +140,8 @@ faults:
   }
 
   auto r = run("simulate --topology " + path("fabric.yaml") + " --scenario " + path("gray.yaml") +
-               " --truth " + path("truth.json") + " --live 127.0.0.1:" + std::to_string(grpc_port_) +
-               " --speed 0 --agents 12");
+               " --truth " + path("truth.json") +
+               " --live 127.0.0.1:" + std::to_string(grpc_port_) + " --speed 0 --agents 12");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("over 12 agent stream(s)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("delivered"), std::string::npos) << r.err;

@@ -4,17 +4,16 @@
 // wrong, 1 faults, 2 errors), and --analyzer against a real HTTP server
 // serving the same report.
 
-#include <signal.h>
-
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 
 #include "tests/cli/cli_harness.h"
 
@@ -22,9 +21,9 @@ namespace {
 
 using netdiag::testing::CliTest;
 using netdiag::testing::Outcome;
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 const std::string kScenarios = std::string(NETDIAG_SOURCE_DIR) + "/sim/scenarios/";
 
@@ -32,7 +31,9 @@ class LocateCliTest : public CliTest {
  protected:
   void SetUp() override {
     CliTest::SetUp();
-    ASSERT_EQ(run("topo generate leaf-spine --spines 4 --leaves 8 --hosts-per-leaf 4 -o " + topo()).code, 0);
+    ASSERT_EQ(
+        run("topo generate leaf-spine --spines 4 --leaves 8 --hosts-per-leaf 4 -o " + topo()).code,
+        0);
   }
   std::string topo() const { return path("fabric.yaml"); }
   std::string db() const { return path("nd.db"); }
@@ -41,8 +42,8 @@ class LocateCliTest : public CliTest {
   // returns the faulty directed link of the truth ("" without faults).
   std::string replayIntoDb(const std::string& scenario, double duration) {
     Outcome r = run("simulate --scenario " + kScenarios + scenario + " --topology " + topo() +
-                    " --seed 3 --duration " + std::to_string(duration) + " -o " + path("log.jsonl") +
-                    " --truth " + path("truth.json"));
+                    " --seed 3 --duration " + std::to_string(duration) + " -o " +
+                    path("log.jsonl") + " --truth " + path("truth.json"));
     EXPECT_EQ(r.code, 0) << r.err;
     r = run("replay --topology " + topo() + " --telemetry " + path("log.jsonl") + " --db " + db());
     EXPECT_NE(r.code, 2) << r.err;
@@ -54,7 +55,8 @@ class LocateCliTest : public CliTest {
 TEST_F(LocateCliTest, NamesTheGrayLinkFromTheDatabaseAndExitsOne) {
   const std::string link = replayIntoDb("gray_loss.yaml", 300);
   ASSERT_FALSE(link.empty());
-  const std::string words = link.substr(0, link.find("->")) + " -> " + link.substr(link.find("->") + 2);
+  const std::string words =
+      link.substr(0, link.find("->")) + " -> " + link.substr(link.find("->") + 2);
   Outcome r = run("locate --db " + db());
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_THAT(r.out, HasSubstr(words));
@@ -132,7 +134,8 @@ TEST_F(LocateCliTest, ErrorsExitTwo) {
 // A real HTTP server (python3's http.server) serves the replayed report at
 // /api/v1/locate, as the analyzer would.
 TEST_F(LocateCliTest, AsksTheAnalyzerOverHttp) {
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 not installed";
   const std::string link = replayIntoDb("gray_loss.yaml", 300);
   Outcome r = run("locate --db " + db() + " --json");
   ASSERT_EQ(r.code, 1);

@@ -81,17 +81,18 @@ TEST_F(CliTest, ScoreReadsTheTruthOfASimulation) {
   EXPECT_EQ(nlohmann::json::parse(empty.out)["summary"]["faults"]["recall"], 0.0);
 
   write("hit.json", R"({"generated_at": 200, "incidents": [{"id": "inc-1", "kind": "link_loss",
-     "link": ")" + link + R"(", "opened_at": 125, "localized_at": 140, "resolved_at": null,
+     "link": ")" + link +
+                        R"(", "opened_at": 125, "localized_at": 140, "resolved_at": null,
      "confidence": 0.99, "loss_ratio": 0.01, "evidence": {}}]})");
   Outcome hit = run("score --json --truth " + path("t.json") + " --report " + path("hit.json") +
                     " --min-precision 1 --min-recall 1");
   ASSERT_EQ(hit.code, 0) << hit.err;
   auto j = nlohmann::json::parse(hit.out);
   EXPECT_EQ(j["summary"]["faults"]["recall"], 1.0);
-  EXPECT_EQ(run("score --truth " + path("t.json") + " --report " + path("empty.json") +
-                " --min-recall 1")
-                .code,
-            1);
+  EXPECT_EQ(
+      run("score --truth " + path("t.json") + " --report " + path("empty.json") + " --min-recall 1")
+          .code,
+      1);
 }
 
 TEST_F(CliTest, BadScenarioWritesNothingAndNamesEveryProblem) {

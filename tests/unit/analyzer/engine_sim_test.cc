@@ -229,8 +229,8 @@ TEST(EngineProperty, ARandomLossyFabricLinkIsFoundOnRandomFabrics) {
 // search, then kept beside the true link (bench/accuracy, fat-tree seed 2).
 // The backward check must drop it once the true link explains its flows.
 TEST(EngineBackwardCheck, PartialBlackholeIsNotAlsoBlamedOnAnAccessLink) {
-  sim::ScenarioLoad load =
-      sim::loadScenarioFile(std::string(NETDIAG_SOURCE_DIR) + "/sim/scenarios/partial_blackhole.yaml");
+  sim::ScenarioLoad load = sim::loadScenarioFile(std::string(NETDIAG_SOURCE_DIR) +
+                                                 "/sim/scenarios/partial_blackhole.yaml");
   ASSERT_TRUE(load.ok()) << load.errors[0].str();
   sim::Scenario s = load.scenario;
   s.fabric = {};

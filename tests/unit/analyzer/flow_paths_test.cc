@@ -1,14 +1,15 @@
 // FlowPaths and BucketedTallies edge cases: the flat flow-path table's
 // spill, erase and growth paths, and the compact tallies' switch to doubles.
 
-#include <gtest/gtest.h>
+#include "analyzer/flow_paths.h"
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "analyzer/evidence.h"
-#include "analyzer/flow_paths.h"
 #include "tests/unit/analyzer/analyzer_test_util.h"
 
 namespace netdiag::analyzer {

@@ -3,12 +3,12 @@
 
 #include "collector/agent_config.h"
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
+
+#include <gtest/gtest.h>
 
 namespace netdiag::collector {
 namespace {
@@ -52,7 +52,7 @@ TEST(AgentConfig, YamlSetsEveryKind) {
   EXPECT_DOUBLE_EQ(c.batch_interval, 0.5);
   EXPECT_FALSE(c.lldp);
   EXPECT_EQ(c.tls_ca, "/etc/netdiag/ca.pem");
-  EXPECT_EQ(c.metrics_address, "");  // `key:` with nothing: off
+  EXPECT_EQ(c.metrics_address, "");          // `key:` with nothing: off
   EXPECT_DOUBLE_EQ(c.counters_interval, 5);  // untouched default
   EXPECT_TRUE(validateAgentConfig(c).empty());
 }

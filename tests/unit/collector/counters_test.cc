@@ -1,15 +1,15 @@
 #include "collector/counters.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <cstdlib>
-#include <cstring>
-#include <random>
-#include <thread>
 
 namespace netdiag::collector {
 namespace {
@@ -41,8 +41,8 @@ class FakeSysfs {
     const std::string d = "class/net/" + ifname + "/";
     write(d + "operstate", oper + "\n");
     write(d + "carrier_changes", std::to_string(base + 2) + "\n");
-    for (const char* f : {"rx_packets", "tx_packets", "rx_errors", "rx_crc_errors", "rx_dropped",
-                          "tx_dropped"})
+    for (const char* f :
+         {"rx_packets", "tx_packets", "rx_errors", "rx_crc_errors", "rx_dropped", "tx_dropped"})
       setStat(ifname, f, base);
   }
   void setStat(const std::string& ifname, const std::string& name, uint64_t v) {
@@ -82,8 +82,8 @@ TEST(CounterReader, ReadsEveryStandardField) {
 TEST(CounterReader, OperstateMapping) {
   FakeSysfs sys;
   const std::vector<std::pair<std::string, std::optional<bool>>> cases = {
-      {"up", true}, {"down", false}, {"lowerlayerdown", false}, {"dormant", false},
-      {"notpresent", false}, {"unknown", std::nullopt}};
+      {"up", true},       {"down", false},       {"lowerlayerdown", false},
+      {"dormant", false}, {"notpresent", false}, {"unknown", std::nullopt}};
   std::vector<std::string> names;
   for (size_t i = 0; i < cases.size(); ++i) {
     names.push_back("if" + std::to_string(i));
@@ -180,8 +180,8 @@ TEST(CounterReader, EthtoolCrcAndFecCountersAreMapped) {
   FakeSysfs sys;
   sys.addInterface("eth0", 3);
   sys.addInterface("eth1", 3);
-  EthtoolStats stats = {{"rx_packets_phy", 10},          {"rx_crc_errors_phy", 7},
-                        {"tx_crc_errors", 1000},         {"rx_fec_uncorrectable_blocks", 5},
+  EthtoolStats stats = {{"rx_packets_phy", 10},           {"rx_crc_errors_phy", 7},
+                        {"tx_crc_errors", 1000},          {"rx_fec_uncorrectable_blocks", 5},
                         {"rx_fec_corrected_blocks", 999}, {"lane0_rx_fec_uncorrectable", 2}};
   int calls = 0;
   CounterReader reader(
@@ -317,10 +317,10 @@ TEST(EthtoolStats, ReadsAVethPairsStatistics) {
       return;
     }
     // `ip` runs in the namespace of this thread's process image: use /proc/self/task.
-    const std::string ns = "/proc/" + std::to_string(getpid()) + "/task/" +
-                           std::to_string(gettid()) + "/ns/net";
-    const std::string cmd = "nsenter --net=" + ns +
-                            " ip link add ndt-a type veth peer name ndt-b 2>&1";
+    const std::string ns =
+        "/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(gettid()) + "/ns/net";
+    const std::string cmd =
+        "nsenter --net=" + ns + " ip link add ndt-a type veth peer name ndt-b 2>&1";
     if (std::system(cmd.c_str()) != 0) {
       setup = "could not create a veth pair (" + cmd + ")";
       return;

@@ -2,12 +2,12 @@
 
 // A UDP port free on 127.0.0.1 right now, for tests on loopback sockets.
 
+#include <cstdint>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <cstdint>
 
 namespace netdiag::collector::testing {
 

@@ -1,16 +1,16 @@
 #include "collector/lldp.h"
 
-#include <fcntl.h>
-#include <gtest/gtest.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <thread>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 namespace netdiag::collector {
 namespace {
@@ -24,11 +24,11 @@ std::string tlv(uint8_t type, const std::string& value) {
 
 std::string encodePdu(const LldpInfo& info, const std::vector<std::string>& extra_tlvs = {},
                       bool end = true) {
-  std::string pdu = tlv(kLldpChassisId, std::string(1, static_cast<char>(info.chassis_subtype)) +
-                                            info.chassis_id);
+  std::string pdu = tlv(kLldpChassisId,
+                        std::string(1, static_cast<char>(info.chassis_subtype)) + info.chassis_id);
   pdu += tlv(kLldpPortId, std::string(1, static_cast<char>(info.port_subtype)) + info.port_id);
-  pdu += tlv(kLldpTtl, std::string{static_cast<char>(info.ttl >> 8),
-                                   static_cast<char>(info.ttl & 0xff)});
+  pdu += tlv(kLldpTtl,
+             std::string{static_cast<char>(info.ttl >> 8), static_cast<char>(info.ttl & 0xff)});
   for (const auto& t : extra_tlvs) pdu += t;
   if (info.port_description) pdu += tlv(kLldpPortDescription, *info.port_description);
   if (info.system_name) pdu += tlv(kLldpSystemName, *info.system_name);
@@ -87,7 +87,8 @@ TEST(LldpDecode, IdSubtypesAreRendered) {
   EXPECT_EQ(decode(encodeFrame(encodePdu(info)))->neighbor(), "10.0.0.7:aa:bb:cc:00:11:22");
 
   info.chassis_subtype = kChassisNetworkAddress;
-  info.chassis_id = std::string("\x02", 1) + std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
+  info.chassis_id =
+      std::string("\x02", 1) + std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
   info.port_subtype = kPortLocal;
   info.port_id = "Ethernet12";
   EXPECT_EQ(decode(encodeFrame(encodePdu(info)))->neighbor(), "2001:db8::1:Ethernet12");
@@ -98,8 +99,8 @@ TEST(LldpDecode, IdSubtypesAreRendered) {
   info.port_id = std::string("\x01\xc0\xa8\x01\x02", 5);
   EXPECT_EQ(decode(encodeFrame(encodePdu(info)))->neighbor(), "00:7f:192.168.1.2");
 
-  for (uint8_t sub : {kChassisComponent, kChassisInterfaceAlias, kChassisPortComponent,
-                      kChassisInterfaceName}) {
+  for (uint8_t sub :
+       {kChassisComponent, kChassisInterfaceAlias, kChassisPortComponent, kChassisInterfaceName}) {
     info.chassis_subtype = sub;
     info.chassis_id = "spine0";
     info.port_subtype = kPortInterfaceAlias;
@@ -156,7 +157,8 @@ TEST(LldpDecode, MalformedFramesAreRejectedWithAClearReason) {
   for (const auto& c : cases) {
     std::string error;
     EXPECT_FALSE(decode(c.frame, &error)) << c.error;
-    EXPECT_NE(error.find(c.error), std::string::npos) << "want \"" << c.error << "\", got \"" << error << "\"";
+    EXPECT_NE(error.find(c.error), std::string::npos)
+        << "want \"" << c.error << "\", got \"" << error << "\"";
   }
 }
 
@@ -198,8 +200,8 @@ TEST(LldpDecode, RoundTripsRandomNeighbours) {
     std::vector<std::string> extra;
     for (int k = static_cast<int>(rng() % 3); k > 0; --k)
       extra.push_back(tlv(static_cast<uint8_t>(6 + rng() % 122), std::string(rng() % 50, 'z')));
-    const std::string frame = encodeFrame(encodePdu(info, extra), static_cast<int>(rng() % 2),
-                                          rng() % 2 ? 60 : 0);
+    const std::string frame =
+        encodeFrame(encodePdu(info, extra), static_cast<int>(rng() % 2), rng() % 2 ? 60 : 0);
     std::string error;
     const auto got = decode(frame, &error);
     ASSERT_TRUE(got) << "trial " << trial << ": " << error;
@@ -240,7 +242,8 @@ TEST(LldpDecode, TruncatedRandomAndMutatedFramesNeverCrash) {
       }
     } else {
       buf.assign(full.begin(), full.end());
-      for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) buf[rng() % buf.size()] = static_cast<uint8_t>(rng());
+      for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k)
+        buf[rng() % buf.size()] = static_cast<uint8_t>(rng());
     }
     std::string error;
     const auto r = decodeLldpFrame(buf.data(), buf.size(), &error);
@@ -283,7 +286,9 @@ class LldpLive : public ::testing::Test {
   void TearDown() override {
     if (!ns_.empty()) sh("ip netns del " + ns_);
   }
-  static bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+  static bool sh(const std::string& cmd) {
+    return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+  }
 
   // Runs `body` on a thread inside the namespace (setns affects one thread).
   void inNamespace(const std::function<void()>& body) {

@@ -5,12 +5,11 @@
 #include "collector/pathfinder.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "collector/responder.h"
 #include "tests/unit/collector/free_port.h"

@@ -3,10 +3,10 @@
 
 #include "collector/probe_packet.h"
 
-#include <gtest/gtest.h>
-
 #include <random>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace netdiag::collector {
 namespace {
@@ -46,9 +46,9 @@ TEST(ProbePacket, KnownLayout) {
   p.flow = 40001;
   p.send_ns = 0x1122334455667788ull;
   const ProbeBytes b = encodeProbe(p);
-  const std::vector<uint8_t> want = {'N', 'D', 'P', 'B', 1, 1, 0, 0, 1, 2, 3, 4, 0, 0, 0, 7,
-                                     0, 0, 0, 0, 0, 0, 0x9c, 0x41, 0x11, 0x22, 0x33, 0x44,
-                                     0x55, 0x66, 0x77, 0x88, 0, 0, 0, 0};
+  const std::vector<uint8_t> want = {
+      'N', 'D', 'P', 'B', 1,    1,    0,    0,    1,    2,    3,    4,    0,    0,    0, 7, 0, 0,
+      0,   0,   0,   0,   0x9c, 0x41, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0, 0, 0, 0};
   EXPECT_EQ(std::vector<uint8_t>(b.begin(), b.end()), want);
 }
 

@@ -4,16 +4,15 @@
 
 #include "collector/prober.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <cmath>
 #include <thread>
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "collector/responder.h"
 #include "tests/unit/collector/free_port.h"
@@ -140,7 +139,8 @@ TEST(Prober, ManyFlowsToSeveralLoopbackPeersWithPaths) {
   po.path.hop_timeout_s = 0.3;
   std::vector<v1::ProbeFlow> flows;
   for (int peer = 1; peer <= 4; ++peer) {
-    for (int k = 0; k < 2; ++k) flows.push_back(flowTo("127.0.0." + std::to_string(peer), freePort()));
+    for (int k = 0; k < 2; ++k)
+      flows.push_back(flowTo("127.0.0." + std::to_string(peer), freePort()));
   }
   std::vector<std::string> errors;
   auto prober = Prober::start(po, flows, {}, &errors);

@@ -2,18 +2,17 @@
 
 #include "collector/responder.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <optional>
 #include <random>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "collector/probe_packet.h"
 
@@ -84,8 +83,8 @@ TEST(Responder, AnswersProbesWithCountsPerFlowAndSession) {
   auto r = startOrDie(loopbackOptions());
   ASSERT_NE(r, nullptr);
   Client c(r->port());
-  const std::vector<std::pair<uint64_t, uint32_t>> sends = {{1, 1}, {1, 1}, {2, 1}, {1, 1},
-                                                           {1, 2}, {2, 1}};
+  const std::vector<std::pair<uint64_t, uint32_t>> sends = {{1, 1}, {1, 1}, {2, 1},
+                                                            {1, 1}, {1, 2}, {2, 1}};
   const std::vector<uint32_t> want = {1, 2, 1, 3, 1, 2};
   for (size_t i = 0; i < sends.size(); ++i) {
     c.send(probe(sends[i].first, static_cast<uint32_t>(i), sends[i].second));

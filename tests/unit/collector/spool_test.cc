@@ -1,14 +1,14 @@
 #include "collector/spool.h"
 
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
 #include <thread>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace netdiag::collector {
 namespace {
@@ -104,7 +104,8 @@ TEST_P(SpoolKinds, BoundDropsOldestAndCounts) {
   EXPECT_EQ(s->batches(), 5u);
   EXPECT_EQ(s->dropped(), 3u);
   EXPECT_EQ(s->bytes(), per * 5);
-  EXPECT_EQ(drain(*s), (std::vector<std::string>{batch(3), batch(4), batch(5), batch(6), batch(7)}));
+  EXPECT_EQ(drain(*s),
+            (std::vector<std::string>{batch(3), batch(4), batch(5), batch(6), batch(7)}));
   // A batch that can never fit is dropped itself; the older ones stay.
   s->push(std::string(per * 6, 'x'));
   EXPECT_EQ(s->dropped(), 4u);
@@ -144,7 +145,9 @@ TEST_P(SpoolKinds, ConcurrentPushPop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(MemoryAndDisk, SpoolKinds, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Disk" : "Memory"; });
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "Disk" : "Memory";
+                         });
 
 // ---- disk only ----
 
@@ -153,7 +156,7 @@ TEST(DiskSpool, ReopenKeepsUnackedBatchesAndDroppedCount) {
   {
     auto s = open(dir.path(), 112 * 6);
     for (int i = 0; i < 8; ++i) s->push(batch(i));  // drops 0, 1
-    s->pop(2);                                       // acks 2, 3
+    s->pop(2);                                      // acks 2, 3
     EXPECT_EQ(s->dropped(), 2u);
   }
   std::vector<std::string> warnings;
@@ -263,7 +266,8 @@ TEST(DiskSpool, CorruptHeadReplaysEverythingStillOnDisk) {
     for (int i = 0; i < 4; ++i) s->push(batch(i));
     s->pop(1);
   }
-  std::ofstream(dir.sub("head"), std::ios::trunc) << "netdiag-spool v1 head 0 999 dropped 5 crc 1\n";
+  std::ofstream(dir.sub("head"), std::ios::trunc)
+      << "netdiag-spool v1 head 0 999 dropped 5 crc 1\n";
   std::vector<std::string> warnings;
   auto s = open(dir.path(), 1 << 20, &warnings);
   ASSERT_EQ(warnings.size(), 1u);

@@ -5,6 +5,8 @@
 // incident resolves; `promtool check metrics` accepts the text when promtool
 // is installed.
 
+#include "exporter/analyzer_metrics.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,13 +15,11 @@
 #include <sstream>
 #include <string>
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <unistd.h>
 
-#include "exporter/analyzer_metrics.h"
 #include "tests/unit/analyzer/analyzer_test_util.h"
 
 namespace netdiag::exporter {
@@ -98,7 +98,8 @@ class AnalyzerMetricsTest : public ::testing::Test {
   Mesh mesh{fabric};
   analyzer::Engine engine{fabric.t};
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  AnalyzerMetrics metrics{registry, fabric.t, MetricsOptions{.top_degraded = 3, .coverage_min_probes = 100}};
+  AnalyzerMetrics metrics{registry, fabric.t,
+                          MetricsOptions{.top_degraded = 3, .coverage_min_probes = 100}};
   IngestCounters ingest;
   std::vector<AgentStatus> agents = {{"host0", 0, true, 0, 0}, {"host1", 0, true, 0, 0}};
   double wall_offset = 1.7e9;  // telemetry times are shifted onto a Unix clock
@@ -121,9 +122,7 @@ class AnalyzerMetricsTest : public ::testing::Test {
     }
   }
 
-  std::string text() const {
-    return prometheus::TextSerializer().Serialize(registry->Collect());
-  }
+  std::string text() const { return prometheus::TextSerializer().Serialize(registry->Collect()); }
 };
 
 TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenResolved) {
@@ -145,7 +144,8 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
     extra.insert(kBadLink.begin(), kBadLink.end());
     return extra;
   };
-  auto loss = value(s, "netdiag_suspect_link_loss_ratio", with({{"incident", incident}, {"state", "localized"}}));
+  auto loss = value(s, "netdiag_suspect_link_loss_ratio",
+                    with({{"incident", incident}, {"state", "localized"}}));
   ASSERT_TRUE(loss) << during;
   EXPECT_NEAR(*loss, 0.05, 0.03);
   auto conf = value(s, "netdiag_suspect_link_confidence", with({{"incident", incident}}));
@@ -154,17 +154,22 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_LE(*conf, 1.0);
 
   // Open incidents by kind and state: one localized link_loss, zeros elsewhere.
-  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}), 1.0);
-  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_down"}, {"state", "localized"}}), 0.0);
-  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "host_unreachable"}, {"state", "open"}}), 0.0);
+  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}),
+            1.0);
+  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_down"}, {"state", "localized"}}),
+            0.0);
+  EXPECT_EQ(value(s, "netdiag_open_incidents", {{"kind", "host_unreachable"}, {"state", "open"}}),
+            0.0);
 
   // Health by tier and pod: 8 host-leaf and 8 leaf-spine links, one affected.
   EXPECT_EQ(value(s, "netdiag_fabric_links", {{"tier", "leaf-spine"}, {"pod", "none"}}), 8.0);
   EXPECT_EQ(value(s, "netdiag_fabric_links", {{"tier", "host-leaf"}, {"pod", "none"}}), 8.0);
   EXPECT_EQ(value(s, "netdiag_fabric_links_affected",
-                  {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}), 1.0);
+                  {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}),
+            1.0);
   EXPECT_EQ(value(s, "netdiag_fabric_links_affected",
-                  {{"tier", "host-leaf"}, {"pod", "none"}, {"state", "localized"}}), 0.0);
+                  {{"tier", "host-leaf"}, {"pod", "none"}, {"state", "localized"}}),
+            0.0);
 
   // Drain advice: leaf1 keeps 1 of its 2 uplinks and strands no host.
   EXPECT_EQ(value(s, "netdiag_link_drain_safe", kBadLink), 1.0);
@@ -201,7 +206,8 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
 
   // Agents.
   EXPECT_EQ(value(s, "netdiag_agent_connected", {{"agent", "host0"}}), 1.0);
-  EXPECT_EQ(value(s, "netdiag_agent_last_seen_timestamp_seconds", {{"agent", "host1"}}), 300 + wall_offset);
+  EXPECT_EQ(value(s, "netdiag_agent_last_seen_timestamp_seconds", {{"agent", "host1"}}),
+            300 + wall_offset);
   EXPECT_EQ(value(s, "netdiag_agents", {{"state", "connected"}}), 2.0);
 
   // Delays: one detection and one localization observed, in telemetry seconds.
@@ -221,9 +227,11 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_TRUE(find(a, "netdiag_suspect_link_loss_ratio", {{"incident", incident}}).empty());
   EXPECT_TRUE(find(a, "netdiag_link_drain_safe").empty());
   EXPECT_TRUE(find(a, "netdiag_link_drain_info").empty());
-  EXPECT_EQ(value(a, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}), 0.0);
+  EXPECT_EQ(value(a, "netdiag_open_incidents", {{"kind", "link_loss"}, {"state", "localized"}}),
+            0.0);
   EXPECT_EQ(value(a, "netdiag_fabric_links_affected",
-                  {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}), 0.0);
+                  {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}),
+            0.0);
   EXPECT_TRUE(find(a, "netdiag_agent_connected", {{"agent", "host1"}}).empty());
   EXPECT_EQ(value(a, "netdiag_agent_connected", {{"agent", "host0"}}), 0.0);
   EXPECT_EQ(value(a, "netdiag_agents", {{"state", "disconnected"}}), 1.0);
@@ -268,7 +276,8 @@ TEST_F(AnalyzerMetricsTest, PromtoolAcceptsTheExposition) {
   if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed";
   mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
   run(0, 300);
-  auto dir = std::filesystem::temp_directory_path() / ("netdiag-metrics-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("netdiag-metrics-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "metrics.txt";
   std::ofstream(file) << text();

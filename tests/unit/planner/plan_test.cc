@@ -19,9 +19,8 @@ using ::testing::HasSubstr;
 using topology::Topology;
 
 bool anyContains(const std::vector<std::string>& v, const std::string& s) {
-  return std::any_of(v.begin(), v.end(), [&](const std::string& x) {
-    return x.find(s) != std::string::npos;
-  });
+  return std::any_of(v.begin(), v.end(),
+                     [&](const std::string& x) { return x.find(s) != std::string::npos; });
 }
 
 TEST(ValidateBudget, DefaultIsUsableAndWithinHundredProbesPerSecond) {

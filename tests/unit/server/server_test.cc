@@ -373,16 +373,20 @@ TEST(Daemon, HttpApi) {
   const std::string name = d.topo.dirLinkName(0);
   std::string encoded;
   for (char ch : name) {
-    if (ch == ':') encoded += "%3A";
-    else if (ch == '>') encoded += "%3E";
-    else encoded += ch;
+    if (ch == ':')
+      encoded += "%3A";
+    else if (ch == '>')
+      encoded += "%3E";
+    else
+      encoded += ch;
   }
   r = c.Get("/api/v1/links/" + encoded);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   j = json::parse(r->body);
   EXPECT_EQ(j["link"], name);
-  for (const char* key : {"probes", "lost", "loss_ratio", "background_loss", "reverse", "incidents"}) {
+  for (const char* key :
+       {"probes", "lost", "loss_ratio", "background_loss", "reverse", "incidents"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_TRUE(j["reverse"].contains("loss_ratio"));
@@ -468,7 +472,8 @@ faults:
       if (i.value("link", "") == faulty && !i["localized_at"].is_null()) id = i["id"];
     }
     return !id.empty();
-  })) << "no open incident on " << faulty;
+  })) << "no open incident on "
+      << faulty;
   json located = json::parse(d.http().Get("/api/v1/locate")->body);
   EXPECT_EQ(located["incidents"].size(), 1u) << located.dump(1);
   json one = json::parse(d.http().Get("/api/v1/incidents/" + id)->body);

@@ -374,9 +374,11 @@ class TlsFiles {
     // A CA, and a server and a client certificate it signed; the server's
     // names 127.0.0.1 so the uplink connects by address.
     std::string cmd =
-        "cd " + d + " && (openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+        "cd " + d +
+        " && (openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
         "-days 1 -subj /CN=netdiag-test-ca && "
-        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=analyzer && "
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=analyzer "
+        "&& "
         "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext && "
         "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem "
         "-days 1 -extfile san.ext && "
@@ -402,9 +404,9 @@ class TlsFiles {
 };
 
 std::shared_ptr<grpc::ServerCredentials> serverTls(const TlsFiles& f, bool require_client) {
-  grpc::SslServerCredentialsOptions o(require_client
-                                          ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                                          : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  grpc::SslServerCredentialsOptions o(
+      require_client ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                     : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   o.pem_root_certs = f.read("ca.pem");
   o.pem_key_cert_pairs.push_back({f.read("server.key"), f.read("server.pem")});
   return grpc::SslServerCredentials(o);

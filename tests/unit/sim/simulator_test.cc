@@ -3,6 +3,8 @@
 // downed link, each fault and trap leaves the right traces, runs are
 // deterministic by seed, and bad scenarios are rejected with file:line.
 
+#include "sim/simulator.h"
+
 #include <cmath>
 #include <map>
 #include <set>
@@ -12,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include "sim/scenario.h"
-#include "sim/simulator.h"
 #include "topology/generators.h"
 
 namespace netdiag::sim {
@@ -79,8 +80,12 @@ FaultSpec fault(std::string kind, std::string link, double onset = 0, double end
 }
 
 Topology smallFabric() {
-  return generateLeafSpine({.spines = 2, .leaves = 4, .hosts_per_leaf = 4, .nics_per_host = 1,
-                            .parallel = 1, .addresses = false});
+  return generateLeafSpine({.spines = 2,
+                            .leaves = 4,
+                            .hosts_per_leaf = 4,
+                            .nics_per_host = 1,
+                            .parallel = 1,
+                            .addresses = false});
 }
 
 struct SimRun {
@@ -90,7 +95,7 @@ struct SimRun {
 };
 
 SimRun simulate(const Topology& t, const Scenario& s, const planner::Plan& plan,
-             SimOptions options = {}) {
+                SimOptions options = {}) {
   std::vector<Diagnostic> errors;
   auto sim = Simulator::create(t, s, plan, options, errors);
   EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors[0].str());
@@ -134,8 +139,12 @@ TEST(Simulator, LossThroughABadLinkMatchesTheRateWithinBinomialError) {
 }
 
 TEST(Simulator, EcmpSpreadsFlowsEvenlyOverNextHops) {
-  Topology t = generateLeafSpine({.spines = 4, .leaves = 4, .hosts_per_leaf = 8,
-                                  .nics_per_host = 1, .parallel = 1, .addresses = false});
+  Topology t = generateLeafSpine({.spines = 4,
+                                  .leaves = 4,
+                                  .hosts_per_leaf = 8,
+                                  .nics_per_host = 1,
+                                  .parallel = 1,
+                                  .addresses = false});
   Scenario s = quietScenario(10);
   SimRun r = simulate(t, s, allPairs(t, 4, 1));
   std::map<DirLinkId, int> uplink_use;  // leaf -> spine hop of inter-leaf flows
@@ -207,8 +216,12 @@ TEST(Simulator, DeterministicBySeedAndTheEcmpSeedChangesPaths) {
 }
 
 TEST(Simulator, PartialBlackholeDropsAShareOfFlowsEntirely) {
-  Topology t = generateLeafSpine({.spines = 2, .leaves = 4, .hosts_per_leaf = 8,
-                                  .nics_per_host = 1, .parallel = 1, .addresses = false});
+  Topology t = generateLeafSpine({.spines = 2,
+                                  .leaves = 4,
+                                  .hosts_per_leaf = 8,
+                                  .nics_per_host = 1,
+                                  .parallel = 1,
+                                  .addresses = false});
   Scenario s = quietScenario(60);
   s.noise.path_unknown = 0;
   const std::string link = "leaf1:swp9->spine1:swp1";

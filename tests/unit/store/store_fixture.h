@@ -19,9 +19,8 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
-            ("netdiag_store_test_" + std::to_string(::getpid()) + "_" +
-             std::to_string(counter++) + "_" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+            ("netdiag_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) +
+             "_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {

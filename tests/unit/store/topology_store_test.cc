@@ -1,11 +1,11 @@
 #include "store/topology_store.h"
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "store/migrations.h"
 #include "store/sqlite.h"
@@ -253,8 +253,9 @@ TEST(TopologyStore, FailedSaveLeavesNothingBehind) {
   TempDir dir;
   auto db = openMigrated(dir.file("fabric.db"));
   // Make the link inserts fail after the header, nodes and ports went in.
-  ASSERT_TRUE(db.exec("CREATE TRIGGER no_links BEFORE INSERT ON topology_link "
-                      "BEGIN SELECT RAISE(ABORT, 'links refused'); END"));
+  ASSERT_TRUE(
+      db.exec("CREATE TRIGGER no_links BEFORE INSERT ON topology_link "
+              "BEGIN SELECT RAISE(ABORT, 'links refused'); END"));
   auto id = saveTopology(db, smallFabric(), "doomed");
   ASSERT_FALSE(id);
   EXPECT_NE(id.message().find("links refused"), std::string::npos) << id.message();
@@ -484,8 +485,7 @@ TEST(Migrations, AppendedMigrationAppliesAndFailedOneRollsBack) {
 
   auto s = migrate(db, list);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("migration " + std::to_string(v + 2) + " (broken)"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("migration " + std::to_string(v + 2) + " (broken)"), std::string::npos)
       << s.message();
   EXPECT_EQ(schemaVersion(db).value(), v + 1);  // the good one stayed
   EXPECT_TRUE(db.exec("SELECT * FROM next_feature"));

@@ -131,10 +131,32 @@ class Generator {
   // One to three random edits; never inserts '\n' (that would change the
   // line numbering the test checks).
   std::string mutate(std::string s) {
-    static const std::vector<std::string> kTokens = {
-        "\"", "{", "}", "[", "]", ",", ":", "null", "true", "-1", "1e999", "0.5",
-        "18446744073709551616", "\"h1:eth0\"", "\"leaf1:swp1\"", "\\", "\\u0000", "\\ud800",
-        std::string(1, '\0'), "\xFF", "\xC3", "\r", "\t", " ", "\"kind\":\"x\"", "[[[[[[[["};
+    static const std::vector<std::string> kTokens = {"\"",
+                                                     "{",
+                                                     "}",
+                                                     "[",
+                                                     "]",
+                                                     ",",
+                                                     ":",
+                                                     "null",
+                                                     "true",
+                                                     "-1",
+                                                     "1e999",
+                                                     "0.5",
+                                                     "18446744073709551616",
+                                                     "\"h1:eth0\"",
+                                                     "\"leaf1:swp1\"",
+                                                     "\\",
+                                                     "\\u0000",
+                                                     "\\ud800",
+                                                     std::string(1, '\0'),
+                                                     "\xFF",
+                                                     "\xC3",
+                                                     "\r",
+                                                     "\t",
+                                                     " ",
+                                                     "\"kind\":\"x\"",
+                                                     "[[[[[[[["};
     int edits = 1 + static_cast<int>(pick(3));
     for (int e = 0; e < edits; ++e) {
       size_t at = s.empty() ? 0 : pick(s.size() + 1);
@@ -182,9 +204,7 @@ class Generator {
   std::vector<PortId> hosts_;
 };
 
-bool blank(const std::string& s) {
-  return s.find_first_not_of(" \t\r") == std::string::npos;
-}
+bool blank(const std::string& s) { return s.find_first_not_of(" \t\r") == std::string::npos; }
 
 TEST(JsonlFuzz, GeneratedLinesAreValid) {
   Generator gen(1);
@@ -234,8 +254,8 @@ TEST(JsonlFuzz, MutationsNeverCrashAndAreReportedOnTheirLine) {
       Collect s1;
       ReadStats st1;
       readJsonl(one, fabric(), s1, st1);
-      bool bad_in_file = next_bad < stats.first_bad.size() &&
-                         stats.first_bad[next_bad].line == 2 * (i + 1);
+      bool bad_in_file =
+          next_bad < stats.first_bad.size() && stats.first_bad[next_bad].line == 2 * (i + 1);
       if (bad_in_file) {
         EXPECT_EQ(st1.bad, 1u) << mutated[i];
         if (!st1.first_bad.empty()) {

@@ -163,9 +163,10 @@ TEST_F(JsonlTest, WritesOptionalProbeFieldsOnlyWhenSet) {
                       "\"path_partial\":true"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("\"reply_path\":[\"h9:eth0\",\"leaf3:swp5\",\"leaf3:swp49\","
-                      "\"spine1:swp3\",\"spine1:swp1\",\"leaf1:swp50\",\"leaf1:swp1\",\"h1:eth0\"]"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("\"reply_path\":[\"h9:eth0\",\"leaf3:swp5\",\"leaf3:swp49\","
+                "\"spine1:swp3\",\"spine1:swp1\",\"leaf1:swp50\",\"leaf1:swp1\",\"h1:eth0\"]"),
+      std::string::npos)
       << text;
   EXPECT_EQ(text.find("rtt"), std::string::npos);
 }
@@ -326,10 +327,10 @@ TEST_F(JsonlTest, PartialPathEndingOnEgressPortRoundTrips) {
   // The contract list [h1:eth0, leaf1:swp1, leaf1:swp49] ends on an egress
   // port: the probe left leaf1 by swp49, which is the link it names.
   Collect sink;
-  ReadStats stats = read(
-      R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9:eth0","flow":1,"sent":1,"lost":1,)"
-      R"("path":["h1:eth0","leaf1:swp1","leaf1:swp49"],"path_partial":true})",
-      sink);
+  ReadStats stats =
+      read(R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9:eth0","flow":1,"sent":1,"lost":1,)"
+           R"("path":["h1:eth0","leaf1:swp1","leaf1:swp49"],"path_partial":true})",
+           sink);
   ASSERT_EQ(stats.records, 1u) << (stats.first_bad.empty() ? "" : stats.first_bad[0].message);
   std::vector<DirLinkId> want = {dir("h1:eth0->leaf1:swp1"), dir("leaf1:swp49->spine2:swp1")};
   EXPECT_EQ(sink.probes[0].path, want);
@@ -485,11 +486,14 @@ TEST_F(JsonlTest, RejectsMissingOrMistypedTAndKind) {
 }
 
 TEST_F(JsonlTest, RejectsUnknownPorts) {
-  EXPECT_EQ(badMessage(R"({"t":1,"kind":"probe","src":"leaf9:swp1","dst":"h9:eth0","flow":1,"sent":1,"lost":0})"),
-            "probe: unknown port 'leaf9:swp1' in 'src'");
-  EXPECT_NE(badMessage(R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9","flow":1,"sent":1,"lost":0})")
-                .find("unknown port 'h9' in 'dst'"),
-            std::string::npos);
+  EXPECT_EQ(
+      badMessage(
+          R"({"t":1,"kind":"probe","src":"leaf9:swp1","dst":"h9:eth0","flow":1,"sent":1,"lost":0})"),
+      "probe: unknown port 'leaf9:swp1' in 'src'");
+  EXPECT_NE(
+      badMessage(R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9","flow":1,"sent":1,"lost":0})")
+          .find("unknown port 'h9' in 'dst'"),
+      std::string::npos);
   EXPECT_NE(badMessage(R"({"t":1,"kind":"probe","dst":"h9:eth0","flow":1,"sent":1,"lost":0})")
                 .find("missing 'src'"),
             std::string::npos);
@@ -501,8 +505,9 @@ TEST_F(JsonlTest, RejectsUnknownPorts) {
   EXPECT_NE(badMessage(R"({"t":1,"kind":"lldp","port":"x:y","neighbor":"a"})")
                 .find("lldp: unknown port 'x:y' in 'port'"),
             std::string::npos);
-  EXPECT_NE(badMessage(R"({"t":1,"kind":"lldp","port":"h1:eth0"})").find("lldp: missing 'neighbor'"),
-            std::string::npos);
+  EXPECT_NE(
+      badMessage(R"({"t":1,"kind":"lldp","port":"h1:eth0"})").find("lldp: missing 'neighbor'"),
+      std::string::npos);
   EXPECT_NE(badMessage(R"({"t":1,"kind":"lldp","port":"h1:eth0","neighbor":null})")
                 .find("'neighbor' must be a string, got null"),
             std::string::npos);
@@ -525,7 +530,8 @@ TEST_F(JsonlTest, RejectsBadProbeNumbers) {
             std::string::npos);
   EXPECT_NE(badMessage(probe(R"("flow":1,"lost":0)")).find("missing 'sent'"), std::string::npos);
   EXPECT_NE(badMessage(probe(R"("flow":1,"sent":5)")).find("missing 'lost'"), std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("flow":1,"sent":-5,"lost":0)")).find("'sent' must be a non-negative integer"),
+  EXPECT_NE(badMessage(probe(R"("flow":1,"sent":-5,"lost":0)"))
+                .find("'sent' must be a non-negative integer"),
             std::string::npos);
   EXPECT_NE(badMessage(probe(R"("flow":1,"sent":5000000000,"lost":0)"))
                 .find("'sent' 5000000000 is out of range"),
@@ -563,21 +569,30 @@ TEST_F(JsonlTest, RejectsBadPaths) {
   EXPECT_NE(badMessage(probe(R"("path":["h2:eth0","leaf1:swp2"],"path_partial":true)"))
                 .find("path: starts at 'h2:eth0', not at 'h1:eth0'"),
             std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","leaf1:swp49","spine2:swp3"],"path_partial":true)"))
-                .find("path: 'leaf1:swp49' -> 'spine2:swp3' is not a link of the topology"),
-            std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","leaf1:swp49","spine9:swp3"],"path_partial":true)"))
-                .find("unknown port 'spine9:swp3' in 'path'"),
-            std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","spine2:swp1"],"path_partial":true)"))
-                .find("'leaf1:swp1' -> 'spine2:swp1': ingress and egress of a hop must be ports of one node"),
-            std::string::npos);
+  EXPECT_NE(
+      badMessage(
+          probe(
+              R"("path":["h1:eth0","leaf1:swp1","leaf1:swp49","spine2:swp3"],"path_partial":true)"))
+          .find("path: 'leaf1:swp49' -> 'spine2:swp3' is not a link of the topology"),
+      std::string::npos);
+  EXPECT_NE(
+      badMessage(
+          probe(
+              R"("path":["h1:eth0","leaf1:swp1","leaf1:swp49","spine9:swp3"],"path_partial":true)"))
+          .find("unknown port 'spine9:swp3' in 'path'"),
+      std::string::npos);
+  EXPECT_NE(
+      badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","spine2:swp1"],"path_partial":true)"))
+          .find("'leaf1:swp1' -> 'spine2:swp1': ingress and egress of a hop must be ports of one "
+                "node"),
+      std::string::npos);
   EXPECT_NE(badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","leaf1:swp1"],"path_partial":true)"))
                 .find("'leaf1:swp1' is both ingress and egress"),
             std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","leaf1:swp10"],"path_partial":true)"))
-                .find("port 'leaf1:swp10' has no link"),
-            std::string::npos);
+  EXPECT_NE(
+      badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","leaf1:swp10"],"path_partial":true)"))
+          .find("port 'leaf1:swp10' has no link"),
+      std::string::npos);
   // A complete path must reach dst.
   EXPECT_NE(badMessage(probe(R"("path":["h1:eth0","leaf1:swp1","leaf1:swp2","h2:eth0"])"))
                 .find("path: ends at 'h2:eth0', not at 'h9:eth0'"),
@@ -589,12 +604,16 @@ TEST_F(JsonlTest, RejectsBadPaths) {
   EXPECT_NE(badMessage(probe(R"("reply_path":["h1:eth0","leaf1:swp1"])"))
                 .find("reply_path: starts at 'h1:eth0', not at 'h9:eth0'"),
             std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("reply_path":["h9:eth0","leaf3:swp5","leaf3:swp49","spine1:swp3"],"path_partial":true)"))
-                .find("reply_path: ends at 'spine1:swp3', not at 'h1:eth0'"),
-            std::string::npos);
-  EXPECT_NE(badMessage(probe(R"("reply_path":["h9:eth0","leaf3:swp5","leaf3:swp50","spine1:swp3"])"))
-                .find("reply_path: 'leaf3:swp50' -> 'spine1:swp3' is not a link"),
-            std::string::npos);
+  EXPECT_NE(
+      badMessage(
+          probe(
+              R"("reply_path":["h9:eth0","leaf3:swp5","leaf3:swp49","spine1:swp3"],"path_partial":true)"))
+          .find("reply_path: ends at 'spine1:swp3', not at 'h1:eth0'"),
+      std::string::npos);
+  EXPECT_NE(
+      badMessage(probe(R"("reply_path":["h9:eth0","leaf3:swp5","leaf3:swp50","spine1:swp3"])"))
+          .find("reply_path: 'leaf3:swp50' -> 'spine1:swp3' is not a link"),
+      std::string::npos);
 }
 
 TEST_F(JsonlTest, RejectsBadPortCounters) {
@@ -614,13 +633,15 @@ TEST_F(JsonlTest, RejectsBadPortCounters) {
   EXPECT_EQ(stats.bad, 0u);
   ASSERT_EQ(sink.ports.size(), 1u);
   EXPECT_EQ(sink.ports[0].rx_packets, UINT64_MAX);
-  EXPECT_EQ(badMessage(R"({"t":1,"kind":"port","port":"h1:eth0","rx_packets":18446744073709551616})")
-                .rfind("invalid JSON", 0),
-            0u);
+  EXPECT_EQ(
+      badMessage(R"({"t":1,"kind":"port","port":"h1:eth0","rx_packets":18446744073709551616})")
+          .rfind("invalid JSON", 0),
+      0u);
 }
 
 TEST_F(JsonlTest, LongValuesAreCutInMessages) {
-  std::string msg = badMessage(R"({"t":1,"kind":"port","port":")" + std::string(10000, 'z') + "\"}");
+  std::string msg =
+      badMessage(R"({"t":1,"kind":"port","port":")" + std::string(10000, 'z') + "\"}");
   EXPECT_LT(msg.size(), 200u);
   EXPECT_NE(msg.find("zzz...'"), std::string::npos);
 }
@@ -643,7 +664,8 @@ TEST_F(JsonlTest, ReportsLineNumbersAndContinues) {
   const std::string good = R"({"t":2,"kind":"lldp","port":"h1:eth0","neighbor":"x"})";
   Collect sink;
   bool ok = false;
-  ReadStats stats = read(good + "\n\nnot json\n" + good + "\n{\"t\":1}\n" + good + "\n", sink, {}, &ok);
+  ReadStats stats =
+      read(good + "\n\nnot json\n" + good + "\n{\"t\":1}\n" + good + "\n", sink, {}, &ok);
   EXPECT_TRUE(ok);
   EXPECT_EQ(stats.lines, 6u);
   EXPECT_EQ(stats.records, 3u);
@@ -659,8 +681,9 @@ TEST_F(JsonlTest, StrictStopsAtFirstBadLine) {
   const std::string good = R"({"t":2,"kind":"lldp","port":"h1:eth0","neighbor":"x"})";
   Collect sink;
   bool ok = true;
-  ReadStats stats = read(good + "\n{\"t\":1,\"kind\":\"zzz\"}\n" + good + "\n{\"t\":\"x\"}\n" + good + "\n",
-                         sink, {.strict = true}, &ok);
+  ReadStats stats =
+      read(good + "\n{\"t\":1,\"kind\":\"zzz\"}\n" + good + "\n{\"t\":\"x\"}\n" + good + "\n", sink,
+           {.strict = true}, &ok);
   EXPECT_FALSE(ok);
   EXPECT_EQ(stats.lines, 4u);
   EXPECT_EQ(stats.records, 2u);

@@ -34,11 +34,13 @@ TEST(DrainPlan, LeafUplinkIsSafeAndKeepsTheOtherUplinks) {
   EXPECT_EQ(p.width_after, 3u);
   EXPECT_TRUE(p.stranded_hosts.empty());
   EXPECT_TRUE(p.safe);
-  EXPECT_EQ(p.summary, "safe: leaf2 keeps 3 of 4 uplinks to the spine tier; no host loses all its paths");
+  EXPECT_EQ(p.summary,
+            "safe: leaf2 keeps 3 of 4 uplinks to the spine tier; no host loses all its paths");
 }
 
 TEST(DrainPlan, SingleNicHostAccessLinkStrandsTheHost) {
-  Topology t = generateLeafSpine({.spines = 2, .leaves = 2, .hosts_per_leaf = 2, .nics_per_host = 1});
+  Topology t =
+      generateLeafSpine({.spines = 2, .leaves = 2, .hosts_per_leaf = 2, .nics_per_host = 1});
   Router router(t);
   NodeId host = *t.findNode("host1");
   DirLinkId access = t.outLinks(host)[0];
@@ -51,12 +53,15 @@ TEST(DrainPlan, SingleNicHostAccessLinkStrandsTheHost) {
   // host1 is cut off; the others only lose host1.
   ASSERT_EQ(p.stranded_hosts.size(), 1u);
   EXPECT_EQ(p.stranded_hosts[0], host);
-  EXPECT_NE(p.summary.find("unsafe: host1 keeps 0 of 1 links to the leaf tier"), std::string::npos) << p.summary;
-  EXPECT_NE(p.summary.find("host1 would be cut off from the rest of the fabric"), std::string::npos);
+  EXPECT_NE(p.summary.find("unsafe: host1 keeps 0 of 1 links to the leaf tier"), std::string::npos)
+      << p.summary;
+  EXPECT_NE(p.summary.find("host1 would be cut off from the rest of the fabric"),
+            std::string::npos);
 }
 
 TEST(DrainPlan, DualNicHostKeepsItsOtherLink) {
-  Topology t = generateLeafSpine({.spines = 2, .leaves = 2, .hosts_per_leaf = 2, .nics_per_host = 2});
+  Topology t =
+      generateLeafSpine({.spines = 2, .leaves = 2, .hosts_per_leaf = 2, .nics_per_host = 2});
   Router router(t);
   NodeId host = *t.findNode("host1");
   DrainPlan p = planDrain(router, Topology::linkOf(t.outLinks(host)[0]));

@@ -153,8 +153,7 @@ std::vector<DirLinkId> oracleNextHops(const Topology& t, const Router& r,
 }
 
 void oracleDfs(const Topology& t, const Router& r, const std::vector<int>& dist, NodeId u,
-               NodeId dst, std::vector<DirLinkId>& cur,
-               std::set<std::vector<DirLinkId>>& out) {
+               NodeId dst, std::vector<DirLinkId>& cur, std::set<std::vector<DirLinkId>>& out) {
   if (u == dst) {
     out.insert(cur);
     return;
@@ -729,8 +728,8 @@ TEST(EcmpGenerated, FatTree) {
     bool oracle = k == 4;
     // Different pods: edge -> agg (k/2) -> core (k/2) -> agg -> edge.
     expectCount(r, t, "host1-1-1:eth0", "host2-1-1:eth0", half * half, 6, oracle);
-    expectCount(r, t, "host1-2-1:eth0", "host" + std::to_string(k) + "-1-2:eth0", half * half,
-                6, oracle);
+    expectCount(r, t, "host1-2-1:eth0", "host" + std::to_string(k) + "-1-2:eth0", half * half, 6,
+                oracle);
     // Same pod, different edges.
     expectCount(r, t, "host1-1-1:eth0", "host1-2-1:eth0", half, 4, oracle);
     // Same edge.
@@ -964,8 +963,10 @@ TEST(EcmpProperty, RandomFabricsMatchOracle) {
     for (PortId p = 0; p < t.portCount(); ++p)
       if (t.node(t.port(p).node).isHost()) host_ports.push_back(p);
     for (int q = 0; q < 12; ++q) {
-      PortId src = host_ports[static_cast<size_t>(pick(0, static_cast<int>(host_ports.size()) - 1))];
-      PortId dst = host_ports[static_cast<size_t>(pick(0, static_cast<int>(host_ports.size()) - 1))];
+      PortId src =
+          host_ports[static_cast<size_t>(pick(0, static_cast<int>(host_ports.size()) - 1))];
+      PortId dst =
+          host_ports[static_cast<size_t>(pick(0, static_cast<int>(host_ports.size()) - 1))];
       SCOPED_TRACE(t.portRef(src) + " -> " + t.portRef(dst));
       PathSet set = r.paths(src, dst);
       ++checked_pairs;

@@ -169,18 +169,18 @@ TEST(LoaderBadFixture, ManyErrorsAreAllReportedInLineOrder) {
   LoadResult r = loadFixture("bad_many_errors.yaml");
   ASSERT_FALSE(r.ok());
   // Each problem on its own line, reported in the order of the file.
-  EXPECT_THAT(r.errors, ::testing::ElementsAre(
-                            diagAt(7, {"leaf_a", "pod", "two"}),  // pod not an integer
-                            diagAt(8, {"h1", "role"}),            // missing role
-                            diagAt(10, {"spine1", "line 3"}),     // duplicate node
-                            diagAt(14, {"bad/name"}),             // invalid node name
-                            diagAt(17, {"ghost"}),                // undeclared node
-                            diagAt(18, {"spine1", "itself"}),     // self link
-                            diagAt(20, {"spine1:swp3", "line 19"}),  // port on two links
-                            diagAt(21, {"speed_gbps", "-1"}),        // negative speed
-                            diagAt(22, {"two"}),                     // short form with one end
-                            diagAt(23, {"'b'"}),                     // long form without b
-                            diagAt(24, {"spine1:swp:6"})))           // two colons
+  EXPECT_THAT(r.errors,
+              ::testing::ElementsAre(diagAt(7, {"leaf_a", "pod", "two"}),     // pod not an integer
+                                     diagAt(8, {"h1", "role"}),               // missing role
+                                     diagAt(10, {"spine1", "line 3"}),        // duplicate node
+                                     diagAt(14, {"bad/name"}),                // invalid node name
+                                     diagAt(17, {"ghost"}),                   // undeclared node
+                                     diagAt(18, {"spine1", "itself"}),        // self link
+                                     diagAt(20, {"spine1:swp3", "line 19"}),  // port on two links
+                                     diagAt(21, {"speed_gbps", "-1"}),        // negative speed
+                                     diagAt(22, {"two"}),            // short form with one end
+                                     diagAt(23, {"'b'"}),            // long form without b
+                                     diagAt(24, {"spine1:swp:6"})))  // two colons
       << dump(r);
   EXPECT_TRUE(
       std::is_sorted(r.errors.begin(), r.errors.end(),

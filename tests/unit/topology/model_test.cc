@@ -223,7 +223,8 @@ TEST(ModelAdjacency, OutLinksAndPorts) {
 TEST(ModelAdjacency, InterleavedAdds) {
   Topology t;
   std::vector<NodeId> n;
-  for (int i = 0; i < 4; ++i) n.push_back(t.addNode(makeNode("n" + std::to_string(i), Role::kLeaf)));
+  for (int i = 0; i < 4; ++i)
+    n.push_back(t.addNode(makeNode("n" + std::to_string(i), Role::kLeaf)));
   // A ring n0-n1-n2-n3-n0 with ports created in mixed order.
   LinkId l0 = t.addLink(t.addPort(n[3], "a"), t.addPort(n[0], "b"));
   LinkId l1 = t.addLink(t.addPort(n[1], "a"), t.addPort(n[2], "b"));
