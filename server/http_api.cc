@@ -1,6 +1,9 @@
 #include "server/http_api.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
 
 #include <httplib.h>
 #include <prometheus/text_serializer.h>
@@ -10,9 +13,31 @@ namespace {
 
 constexpr const char* kJson = "application/json";
 
+// Every body is dumped with invalid UTF-8 replaced (U+FFFD): a request path
+// or an agent-supplied string must never make serialization throw, since a
+// throw outside cpp-httplib's handler (the error handler) aborts the process.
 void sendJson(httplib::Response& res, const nlohmann::json& body, int status = 200) {
   res.status = status;
-  res.set_content(body.dump(2) + "\n", kJson);
+  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", kJson);
+}
+
+// A client-supplied string as it may appear in an error message: control
+// bytes escaped, at most 200 bytes (the rest is elided).
+std::string printable(std::string_view raw) {
+  constexpr size_t kMax = 200;
+  std::string out;
+  for (size_t i = 0; i < raw.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (raw.size() > kMax) out += "...";
+  return out;
 }
 
 void sendError(httplib::Response& res, int status, const std::string& message) {
@@ -87,40 +112,42 @@ void HttpApi::routes() {
       try {
         size_t used = 0;
         f.since = std::stod(v, &used);
-        if (used != v.size()) throw std::invalid_argument(v);
+        if (used != v.size() || !std::isfinite(*f.since)) throw std::invalid_argument(v);
       } catch (const std::exception&) {
-        return sendError(res, 400, "since: \"" + v + "\" is not a number (Unix seconds)");
+        return sendError(res, 400,
+                         "since: \"" + printable(v) + "\" is not a finite number (Unix seconds)");
       }
     }
     if (req.has_param("kind")) f.kind = req.get_param_value("kind");
     if (req.has_param("state")) {
       const std::string v = req.get_param_value("state");
       if (v != "open" && v != "all") {
-        return sendError(res, 400, "state: \"" + v + "\" is not open or all");
+        return sendError(res, 400, "state: \"" + printable(v) + "\" is not open or all");
       }
       f.only_open = v == "open";
     }
     sendJson(res, analyzer_.incidents(f));
   });
-  s.Get(R"(/api/v1/incidents/([^/]+))",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          auto body = analyzer_.incident(req.matches[1]);
-          if (!body)
-            return sendError(res, 404, "no incident \"" + std::string(req.matches[1]) + "\"");
-          sendJson(res, *body);
-        });
+  s.Get(R"(/api/v1/incidents/([^/]+))", [this](const httplib::Request& req,
+                                               httplib::Response& res) {
+    auto body = analyzer_.incident(req.matches[1]);
+    if (!body)
+      return sendError(res, 404, "no incident \"" + printable(std::string(req.matches[1])) + "\"");
+    sendJson(res, *body);
+  });
   s.Get(R"(/api/v1/links/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches[1];
     auto body = analyzer_.link(name);
     if (!body) {
       return sendError(res, 404,
-                       "no directed link \"" + name + "\" in topology " +
+                       "no directed link \"" + printable(name) + "\" in topology " +
                            analyzer_.topology().name + " (write it as X:p->Y:q)");
     }
     sendJson(res, *body);
   });
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404 && res.body.empty()) sendError(res, 404, "no such endpoint: " + req.path);
+    if (res.status == 404 && res.body.empty())
+      sendError(res, 404, "no such endpoint: " + printable(req.path));
   });
   s.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

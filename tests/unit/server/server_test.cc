@@ -336,6 +336,31 @@ TEST(Daemon, ServesPlansPerNode) {
   EXPECT_NE(error.find("not a node"), std::string::npos) << error;
 }
 
+// Paths and parameters that are not UTF-8 (or carry control bytes) used to
+// abort the daemon: the 404 handler dumped them into JSON outside
+// cpp-httplib's try/catch. Every one gets a JSON error, and the daemon lives.
+TEST(Daemon, HttpApiSurvivesBytesThatAreNotUtf8) {
+  RunningDaemon d;
+  d.start();
+  auto c = d.http();
+  for (const char* path :
+       {"/x%FF", "/%C0%AF", "/api/v1/incidents/%FF%FE", "/api/v1/links/%80->x", "/x%1B%5B31m",
+        "/api/v1/incidents?state=%FF", "/api/v1/incidents?since=%FF"}) {
+    for (bool post : {false, true}) {
+      auto r = post ? c.Post(path, "", "text/plain") : c.Get(path);
+      ASSERT_TRUE(r) << path << " killed the daemon";
+      EXPECT_GE(r->status, 400) << path;
+      json body = json::parse(r->body, nullptr, false);
+      ASSERT_FALSE(body.is_discarded()) << path << ": " << r->body;
+      EXPECT_TRUE(body.contains("error")) << path;
+      EXPECT_EQ(r->body.find('\x1b'), std::string::npos) << "raw control byte echoed for " << path;
+    }
+  }
+  auto r = c.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
 TEST(Daemon, HttpApi) {
   RunningDaemon d;
   d.start();
@@ -369,6 +394,9 @@ TEST(Daemon, HttpApi) {
   r = c.Get("/api/v1/incidents/inc-999");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  r = c.Get("/api/v1/incidents?since=nan");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
 
   const std::string name = d.topo.dirLinkName(0);
   std::string encoded;
