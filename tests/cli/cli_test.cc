@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "tests/cli/cli_harness.h"
 
@@ -238,3 +239,38 @@ TEST_F(CliTest, EveryBadFixtureExitsTwoWithFileAndLine) {
 }
 
 }  // namespace
+
+// `-o` never replaces or writes through anything but a regular file: a
+// symlink (to a file the attacker wants destroyed), a device or a FIFO is
+// refused and left alone; a regular file is replaced whole, with no
+// temporary file left beside it.
+TEST_F(CliTest, OutputRefusesSymlinksAndSpecialFiles) {
+  write("victim", "precious\n");
+  fs::create_symlink(path("victim"), path("link.yaml"));
+  Outcome g = run("topo generate fat-tree -k 2 -o " + path("link.yaml"));
+  EXPECT_EQ(g.code, 2);
+  EXPECT_THAT(g.err, HasSubstr("symbolic link"));
+  EXPECT_TRUE(fs::is_symlink(path("link.yaml")));
+  EXPECT_EQ(slurp(path("victim")), "precious\n");
+
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  g = run("topo generate fat-tree -k 2 -o " + path("fifo"));
+  EXPECT_EQ(g.code, 2);
+  EXPECT_THAT(g.err, HasSubstr("not a regular file"));
+  EXPECT_EQ(fs::status(path("fifo")).type(), fs::file_type::fifo);
+
+  if (::geteuid() == 0) {  // as root the old code replaced /dev/null with a file
+    g = run("topo generate fat-tree -k 2 -o /dev/null");
+    EXPECT_EQ(g.code, 2);
+    EXPECT_EQ(fs::status("/dev/null").type(), fs::file_type::character);
+  }
+
+  write("out.yaml", "old\n");
+  g = run("topo generate fat-tree -k 2 -o " + path("out.yaml"));
+  EXPECT_EQ(g.code, 0) << g.err;
+  EXPECT_THAT(slurp(path("out.yaml")), HasSubstr("nodes:"));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path("out.yaml"))));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
+}
