@@ -27,6 +27,7 @@
 //   from 10.0.0.0. validate() caps each range at 2^22 links (a /9), so the two
 //   never meet. A host's Node::addr is its eth0 address.
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -152,13 +153,23 @@ std::vector<std::string> validate(const LeafSpineParams& p) {
   requirePositive(problems, "hosts_per_leaf", p.hosts_per_leaf);
   requirePositive(problems, "nics_per_host", p.nics_per_host);
   requirePositive(problems, "parallel", p.parallel);
+  if (p.parallel_max != 0 && p.parallel_max < p.parallel) {
+    problems.push_back("parallel_max must be 0 or >= parallel (" + std::to_string(p.parallel) +
+                       "), got " + std::to_string(p.parallel_max));
+  }
   requireSpeed(problems, "host_speed_gbps", p.host_speed_gbps);
   requireSpeed(problems, "fabric_speed_gbps", p.fabric_speed_gbps);
   if (!problems.empty()) return problems;
   auto u = [](int v) { return static_cast<uint64_t>(v); };
   requireBudget(problems, "access", mul(mul(u(p.leaves), u(p.hosts_per_leaf)), u(p.nics_per_host)));
-  requireBudget(problems, "fabric", mul(mul(u(p.leaves), u(p.spines)), u(p.parallel)));
+  requireBudget(problems, "fabric",
+                mul(mul(u(p.leaves), u(p.spines)), u(std::max(p.parallel, p.parallel_max))));
   return problems;
+}
+
+int leafSpineParallel(const LeafSpineParams& p, int leaf, int spine) {
+  if (p.parallel_max <= p.parallel) return p.parallel;
+  return p.parallel + (leaf + spine) % (p.parallel_max - p.parallel + 1);
 }
 
 std::vector<std::string> validate(const FatTreeParams& p) {
@@ -216,11 +227,17 @@ Topology generateLeafSpine(const LeafSpineParams& p) {
       }
     }
   }
+  // Up-ports of a leaf and down-ports of a spine are numbered in link order;
+  // with equal counts this is leaf port down + s * parallel + k + 1 and spine
+  // port l * parallel + k + 1.
+  std::vector<int64_t> spine_next(static_cast<size_t>(p.spines), 1);
   for (int l = 0; l < p.leaves; ++l) {
+    int64_t leaf_next = down + 1;
     for (int s = 0; s < p.spines; ++s) {
-      for (int k = 0; k < p.parallel; ++k) {
-        b.fabric(leaves[l], down + int64_t{s} * p.parallel + k + 1, spines[s],
-                 int64_t{l} * p.parallel + k + 1, p.fabric_speed_gbps);
+      const int n = leafSpineParallel(p, l, s);
+      for (int k = 0; k < n; ++k) {
+        b.fabric(leaves[l], leaf_next++, spines[s], spine_next[static_cast<size_t>(s)]++,
+                 p.fabric_speed_gbps);
       }
     }
   }

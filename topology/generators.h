@@ -12,13 +12,18 @@
 namespace netdiag::topology {
 
 // Leaf-spine (2-tier Clos): every leaf connects to every spine with
-// `parallel` links; each host hangs on one leaf with all its NICs.
+// `parallel` links; each host hangs on one leaf with all its NICs. With
+// `parallel_max` above `parallel` the pairs get UNEQUAL link counts:
+// leaf l (0-based) and spine s get parallel + (l + s) % (parallel_max -
+// parallel + 1) links, so every count from parallel to parallel_max occurs
+// and per-hop ECMP no longer gives every end-to-end path the same share.
 struct LeafSpineParams {
   int spines = 4;
   int leaves = 8;
   int hosts_per_leaf = 8;
   int nics_per_host = 1;
-  int parallel = 1;  // links per leaf-spine pair
+  int parallel = 1;      // links per leaf-spine pair
+  int parallel_max = 0;  // 0 (or = parallel): every pair has `parallel` links
   double host_speed_gbps = 400;
   double fabric_speed_gbps = 400;
   bool addresses = true;  // emit host and interface addresses
@@ -55,6 +60,9 @@ struct RailParams {
 std::vector<std::string> validate(const LeafSpineParams& p);
 std::vector<std::string> validate(const FatTreeParams& p);
 std::vector<std::string> validate(const RailParams& p);
+
+// Links between leaf `leaf` and spine `spine` (both 0-based) of a leaf-spine.
+int leafSpineParallel(const LeafSpineParams& p, int leaf, int spine);
 
 // Preconditions: validate(p) is empty.
 Topology generateLeafSpine(const LeafSpineParams& p);
