@@ -70,6 +70,7 @@ std::vector<ResolvedFault> resolveFaults(const Topology& topo, const Scenario& s
     base.period_s = f.period_s;
     base.down_s = f.down_s;
     base.tx_drops_per_s = f.tx_drops_per_s;
+    base.delay = f.delay;
 
     if (isFaultKind(f.kind) || f.kind == "congestion") {
       std::vector<DirLinkId> picks;
@@ -111,7 +112,7 @@ std::vector<ResolvedFault> resolveFaults(const Topology& topo, const Scenario& s
         r.salt = hashKeys(seed, 0xb1ac, d, out.size());
         out.push_back(r);
       }
-    } else if (f.kind == "dead_responder" || f.kind == "host_reboot") {
+    } else if (f.kind == "dead_responder" || f.kind == "host_reboot" || f.kind == "busy_host") {
       std::vector<NodeId> picks;
       if (!f.host.exact.empty()) {
         auto n = topo.findNode(f.host.exact);
@@ -205,6 +206,10 @@ Truth makeTruth(const Topology& topo, const Scenario& scenario,
       item.kind = "host_unreachable";
       item.cause = f.kind == "host_reboot" ? "reboot" : "dead_responder";
       item.node = topo.node(f.host).name;
+    }
+    if (f.kind == "busy_host") {
+      item.node = topo.node(f.host).name;
+      item.note = "drop " + std::to_string(f.loss) + ", delay " + std::to_string(f.delay);
     }
     if (f.kind == "miscabling") {
       for (PortId p : {f.swap_a, f.swap_b}) {

@@ -18,6 +18,7 @@ struct ResolvedFault {
   topology::PortId swap_a = topology::kNone, swap_b = topology::kNone;  // miscabling
   double onset = 0, end = kForever;                                     // absolute times
   double loss = 0, share = 0, latency_us = 0, period_s = 0, down_s = 0, tx_drops_per_s = 0;
+  double delay = 0;   // busy_host (its `loss` is the share of replies dropped)
   uint64_t salt = 0;  // per-fault randomness (blackhole flow choice)
 
   // Fraction of (a, b] during which the fault is active.

@@ -18,7 +18,8 @@ using Kind = YamlDoc::Kind;
 
 const char* const kFaultKinds[] = {"link_loss", "link_corruption", "link_down",
                                    "link_flap", "link_blackhole",  "link_latency"};
-const char* const kTrapKinds[] = {"congestion", "dead_responder", "host_reboot", "miscabling"};
+const char* const kTrapKinds[] = {"congestion", "dead_responder", "host_reboot", "miscabling",
+                                  "busy_host"};
 
 std::optional<double> toDouble(std::string_view s) {
   double v = 0;
@@ -64,7 +65,8 @@ class FabricParams {
               {"leaves", &ls.leaves},
               {"hosts_per_leaf", &ls.hosts_per_leaf},
               {"nics_per_host", &ls.nics_per_host},
-              {"parallel", &ls.parallel}};
+              {"parallel", &ls.parallel},
+              {"parallel_max", &ls.parallel_max}};
     }
     if (spec_.generator == "fat-tree") return {{"k", &spec_.fat_tree.k}};
     return {{"sus", &rail.sus},       {"hosts_per_su", &rail.hosts_per_su}, {"rails", &rail.rails},
@@ -100,6 +102,14 @@ class ScenarioParser {
     number(root, "start", s_.start);
     number(root, "duration_s", s_.duration_s, 1);
     number(root, "window_s", s_.window_s, 0.1, 3600);
+    if (auto h = text(root, "ecmp_hash")) {
+      if (*h == "mix" || *h == "crc") {
+        s_.ecmp_hash = *h;
+      } else {
+        error(doc_.line(doc_.find(root, "ecmp_hash")),
+              "'ecmp_hash' must be mix or crc, got '" + *h + "'");
+      }
+    }
     if (Index b = doc_.find(root, "budget"); present(b)) parseBudget(b);
     if (Index n = doc_.find(root, "noise"); present(n)) parseNoise(n);
     if (Index f = doc_.find(root, "faults"); present(f)) {
@@ -217,6 +227,7 @@ class ScenarioParser {
     number(b, "probes_per_second", s_.budget.probes_per_second);
     integer(b, "flows_per_peer", s_.budget.flows_per_peer, -1000000, 1000000);
     integer(b, "peers", s_.budget.peers, -1000000, 1000000);
+    number(b, "redraw_s", s_.redraw_s, 0, 1e9);
   }
 
   void parseNoise(Index n) {
@@ -234,6 +245,14 @@ class ScenarioParser {
     number(n, "lossy_path_failure", z.lossy_path_failure, 0, 1);
     number(n, "reply_path_known", z.reply_path_known, 0, 1);
     number(n, "one_way", z.one_way, 0, 1);
+    if (auto k = text(n, "path_knowledge")) {
+      if (*k == "record" || *k == "flow") {
+        z.path_knowledge = *k;
+      } else {
+        error(doc_.line(doc_.find(n, "path_knowledge")),
+              "'path_knowledge' must be record or flow, got '" + *k + "'");
+      }
+    }
     number(n, "counter_interval_s", z.counter_interval_s, 0.1, 86400);
     flag(n, "counter_reset", z.counter_reset);
     number(n, "hop_latency_us", z.hop_latency_us, 0, 1e6);
@@ -280,7 +299,7 @@ class ScenarioParser {
       error(doc_.line(doc_.find(item, "kind")),
             "unknown fault kind '" + f.kind +
                 "' (link_loss, link_corruption, link_down, link_flap, link_blackhole, "
-                "link_latency, congestion, dead_responder, host_reboot, miscabling)");
+                "link_latency, congestion, dead_responder, host_reboot, miscabling, busy_host)");
       return;
     }
     number(item, "onset", f.onset);
@@ -295,7 +314,7 @@ class ScenarioParser {
       Index l = doc_.find(item, "link");
       if (present(l)) parseLinkSelector(l, f.link);
     }
-    if (f.kind == "dead_responder" || f.kind == "host_reboot") {
+    if (f.kind == "dead_responder" || f.kind == "host_reboot" || f.kind == "busy_host") {
       if (auto h = text(item, "host"); h && *h != "random") f.host.exact = *h;
     }
     if (f.kind == "link_loss" || f.kind == "link_corruption" || f.kind == "congestion") {
@@ -318,6 +337,15 @@ class ScenarioParser {
       if (f.down_s >= f.period_s) error(line, "link_flap: 'down_s' must be below 'period_s'");
     }
     if (f.kind == "congestion") number(item, "tx_drops_per_s", f.tx_drops_per_s, 0, 1e12);
+    if (f.kind == "busy_host") {
+      f.loss = 0.01;
+      f.delay = 0.01;
+      f.latency_us = 300;
+      number(item, "drop", f.loss, 0, 1);
+      number(item, "delay", f.delay, 0, 1);
+      number(item, "latency_us", f.latency_us, 0, 1e7);
+      if (f.loss + f.delay > 1) error(line, "busy_host: 'drop' + 'delay' must be at most 1");
+    }
     if (f.kind == "miscabling") {
       Index p = doc_.find(item, "ports");
       if (present(p)) {

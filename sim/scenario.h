@@ -59,11 +59,16 @@ struct Noise {
   double missing_records = 0.005;  // records an agent failed to deliver
   double late_records = 0.0;       // records delivered up to `late_max_s` late
   double late_max_s = 20;
-  double path_unknown = 0.3;        // records without `path`
-  double path_partial = 0.05;       // records with a prefix only
-  double lossy_path_failure = 0.5;  // extra chance discovery fails on a lossy flow
-  double reply_path_known = 0.0;    // records that carry `reply_path`
-  double one_way = 1.0;             // records that carry lost_fwd / lost_rev
+  double path_unknown = 0.3;        // records (or flows, below) without `path`
+  double path_partial = 0.05;       // records (or flows) with a prefix only
+  double lossy_path_failure = 0.5;  // extra chance discovery fails on a lossy flow (record mode)
+  double reply_path_known = 0.0;    // records (or flows) that carry `reply_path`
+  // "record": path discovery succeeds or fails per record (each window
+  // independently). "flow": per flow — a traceroute that fails for a flow
+  // fails for every window of it, a flow cut to a prefix always is, and a
+  // flow whose reply path is known carries it whenever a reply came back.
+  std::string path_knowledge = "record";
+  double one_way = 1.0;  // records that carry lost_fwd / lost_rev
   double counter_interval_s = 10;
   bool counter_reset = true;        // one random port's counters reset mid-run
   double hop_latency_us = 2;        // per switch hop, one way
@@ -100,6 +105,7 @@ struct FaultSpec {
   double period_s = 30;            // link_flap
   double down_s = 5;               // link_flap
   double tx_drops_per_s = 5000;    // congestion
+  double delay = 0;                // busy_host: share of replies delayed past the probe timeout
   std::vector<std::string> ports;  // miscabling: two ports of one node whose cables swap
   std::string on_role = "leaf";    // miscabling: role of the node, when ports are not given
 };
@@ -114,6 +120,12 @@ struct Scenario {
   double window_s = 5;
   planner::Budget budget;
   uint32_t budget_line = 0;
+  // Peers are re-drawn (a new plan seed) every this many seconds; 0 = never.
+  double redraw_s = 0;
+  // The switches' ECMP hash family: "mix" (SplitMix of the 5-tuple, one seed
+  // for the fabric) or "crc" (CRC-32C of the 5-tuple fields with a per-switch
+  // seed and bit rotation, xor-folded to 16 bits, as switch ASICs do).
+  std::string ecmp_hash = "mix";
   Noise noise;
   std::vector<FaultSpec> faults;
 };
@@ -129,6 +141,7 @@ ScenarioLoad loadScenario(std::istream& in, const std::string& source_name);
 
 // The kinds a scenario may name.
 bool isFaultKind(const std::string& kind);  // link_*
-bool isTrapKind(const std::string& kind);   // congestion, dead_responder, host_reboot, miscabling
+// congestion, dead_responder, host_reboot, miscabling, busy_host
+bool isTrapKind(const std::string& kind);
 
 }  // namespace netdiag::sim

@@ -340,7 +340,12 @@ ScoreResult scoreReport(const Truth& truth, const IncidentReport& report,
   ScoreResult r;
   std::vector<Target> targets;
   for (const TruthItem& f : truth.faults) targets.push_back({&f, true, undirectedKey(f.link)});
+  std::vector<const TruthItem*> busy;
   for (const TruthItem& t : truth.traps) {
+    if (t.kind == "busy_host") {
+      busy.push_back(&t);  // nothing to find: it only explains false positives
+      continue;
+    }
     targets.push_back({&t, false, t.link.empty() ? std::string() : undirectedKey(t.link)});
   }
   r.classified = topo != nullptr;
@@ -356,7 +361,7 @@ ScoreResult scoreReport(const Truth& truth, const IncidentReport& report,
     r.items.push_back(std::move(row));
   }
   r.faults = truth.faults.size();
-  r.traps = truth.traps.size();
+  r.traps = truth.traps.size() - busy.size();
   r.incidents = report.incidents.size();
 
   // Positives in the order their decisions were made, so the first to find an
@@ -374,8 +379,17 @@ ScoreResult scoreReport(const Truth& truth, const IncidentReport& report,
   for (const Incident* inc : positives) {
     size_t chosen = chooseTarget(*inc, targets);
     if (chosen == targets.size()) {
+      std::string why = whyFalse(*inc, targets);
+      for (const TruthItem* b : busy) {
+        const bool on_it =
+            inc->isLinkKind() ? touchesNode(inc->link, b->node) : inc->node == b->node;
+        if (on_it && (why.rfind("healthy link", 0) == 0 || !inc->isLinkKind())) {
+          why = "on busy host " + b->node + " (trap " + b->id + "): its own stack loses replies, " +
+                "no link is broken";
+        }
+      }
       r.false_positives.push_back(
-          {inc->id, inc->kind, incidentTarget(*inc), *inc->localized_at, whyFalse(*inc, targets)});
+          {inc->id, inc->kind, incidentTarget(*inc), *inc->localized_at, std::move(why)});
       continue;
     }
     ItemScore& row = r.items[chosen];

@@ -22,6 +22,9 @@
 //        access link going "down" is a false positive.
 //      miscabling: kind miscabling whose `ports` share one port with the
 //        trap's; other trap kinds: same kind, plus link/node/ports as above.
+//      busy_host: not an item (no incident kind can find it, and there is
+//        nothing to page); it only names the cause of false positives on
+//        that host's access links. `traps` does not count it.
 //  - Several candidates for one incident: the item with the latest onset
 //    <= localized_at wins (then, for traps only, the earliest later onset);
 //    ties go to truth order, faults before traps. An incident never "moves"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -19,7 +20,44 @@ using telemetry::ProbeRecord;
 namespace {
 
 // Purposes of random draws, so that two uses never share a stream.
-enum Purpose : uint64_t { kProbe = 1, kPhase, kPps, kReset };
+enum Purpose : uint64_t {
+  kProbe = 1,
+  kPhase,
+  kPps,
+  kReset,
+  kPathFlow,
+  kPartialFlow,
+  kReplyFlow,
+  kRedraw,
+  kBusy
+};
+
+// The probes' UDP destination port (the responder's); a reply goes back
+// from it to the flow's source port.
+constexpr uint16_t kProbePort = 33434;
+
+// CRC-32C (Castagnoli), reflected, table-driven: the kind of hash switch
+// ASICs apply to header fields for ECMP.
+struct Crc32c {
+  uint32_t table[256];
+  constexpr Crc32c() : table() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      table[i] = c;
+    }
+  }
+  uint32_t update(uint32_t crc, uint64_t value, int bytes) const {
+    for (int i = 0; i < bytes; ++i) {
+      crc = table[(crc ^ static_cast<uint32_t>(value >> (8 * i))) & 0xffu] ^ (crc >> 8);
+    }
+    return crc;
+  }
+};
+constexpr Crc32c kCrc32c;
+
+// Uniform in [0, 1) from a hash.
+double unit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
 
 struct SimFlow {
   PortId src, dst;
@@ -50,6 +88,11 @@ struct Simulator::Impl {
   const Scenario& scenario;
   const planner::Plan& plan;
   SimOptions options;
+  bool crc_hash = false;
+  bool flow_paths = false;  // path knowledge per flow, not per record
+  bool has_busy = false;
+  std::optional<planner::Plan> redrawn;  // the plan of the current epoch, when peers are re-drawn
+  uint64_t epoch = 0;
   std::vector<ResolvedFault> faults;
   Truth truth;
   SimStats stats;
@@ -86,15 +129,10 @@ struct Simulator::Impl {
     window = scenario.window_s;
     phases = static_cast<uint32_t>(std::clamp(std::lround(window), 1l, 10l));
     step = window / phases;
-    for (const planner::PortPlan& pp : plan.ports) {
-      uint32_t phase =
-          static_cast<uint32_t>(hashKeys(options.seed, kPhase, topo.port(pp.src).node) % phases);
-      for (const planner::Flow& f : pp.flows) {
-        flows.push_back(
-            SimFlow{pp.src, f.dst, f.source_port, phase, pp.probes_per_second_per_flow * window});
-      }
-    }
-    stats.flows = flows.size();
+    crc_hash = scenario.ecmp_hash == "crc";
+    flow_paths = scenario.noise.path_knowledge == "flow";
+    for (const ResolvedFault& f : faults) has_busy = has_busy || f.kind == "busy_host";
+    flowsOf(plan);
     routed_down.assign(topo.linkCount(), false);
     loss.assign(topo.dirLinkCount(), scenario.noise.background_loss);
     latency_us.assign(topo.dirLinkCount(), 0);
@@ -105,9 +143,59 @@ struct Simulator::Impl {
     reroute();
   }
 
+  // The flows of `p`; each host keeps its reporting phase.
+  void flowsOf(const planner::Plan& p) {
+    flows.clear();
+    for (const planner::PortPlan& pp : p.ports) {
+      uint32_t phase =
+          static_cast<uint32_t>(hashKeys(options.seed, kPhase, topo.port(pp.src).node) % phases);
+      for (const planner::Flow& f : pp.flows) {
+        flows.push_back(
+            SimFlow{pp.src, f.dst, f.source_port, phase, pp.probes_per_second_per_flow * window});
+      }
+    }
+    stats.flows = std::max<uint64_t>(stats.flows, flows.size());
+  }
+
+  // Peers re-drawn every `redraw_s`: epoch k > 0 plays the plan drawn with
+  // a seed derived from (plan seed, k); epoch 0 is the given plan. The epoch
+  // of a window is that of its start.
+  void updatePlan(double a) {
+    if (scenario.redraw_s <= 0) return;
+    const auto e =
+        static_cast<uint64_t>(std::max(0.0, std::floor((a - scenario.start) / scenario.redraw_s)));
+    if (e == epoch) return;
+    epoch = e;
+    if (e == 0) {
+      flowsOf(plan);
+    } else {
+      redrawn = planner::makePlan(topo, plan.budget, {}, hashKeys(plan.seed, kRedraw, e));
+      flowsOf(*redrawn);
+    }
+    reroute();
+  }
+
+  // The next hop index among `n` at switch `u` for a flow: the scenario's
+  // hash family over the 5-tuple (addresses stand in as port ids).
+  size_t pick(NodeId u, size_t n, uint64_t mix_key, PortId src, PortId dst, uint16_t sport,
+              uint16_t dport) const {
+    if (!crc_hash) return hashKeys(options.ecmp_seed, mix_key, u) % n;
+    const uint64_t sw = mix64(options.ecmp_seed ^ (uint64_t{u} * 0x9e3779b97f4a7c15ull));
+    uint32_t h = static_cast<uint32_t>(sw);
+    h = kCrc32c.update(h, src, 4);
+    h = kCrc32c.update(h, dst, 4);
+    h = kCrc32c.update(h, sport, 2);
+    h = kCrc32c.update(h, dport, 2);
+    h = kCrc32c.update(h, 17, 1);  // UDP
+    const unsigned rot = static_cast<unsigned>(sw >> 32) % 32;
+    h = rot ? (h >> rot) | (h << (32 - rot)) : h;
+    return ((h ^ (h >> 16)) & 0xffffu) % n;
+  }
+
   // One direction of a flow through the switches' ECMP hash. False when the
   // routed topology has no path.
-  bool route(PortId src, PortId dst, uint64_t key, std::vector<DirLinkId>& hops) {
+  bool route(PortId src, PortId dst, uint16_t sport, uint16_t dport, uint64_t key,
+             std::vector<DirLinkId>& hops) {
     DirLinkId first = topo.egressOf(src);
     DirLinkId last = topo.ingressOf(dst);
     if (first == kNone || last == kNone || routed_down[Topology::linkOf(first)] ||
@@ -122,7 +210,7 @@ struct Simulator::Impl {
       hops.clear();
       router.nextHops(u, target, hops);
       if (hops.empty() || guard > 64) return false;
-      DirLinkId d = hops[hashKeys(options.ecmp_seed, key, u) % hops.size()];
+      DirLinkId d = hops[pick(u, hops.size(), key, src, dst, sport, dport)];
       paths.push_back(d);
       u = topo.dirDstNode(d);
     }
@@ -136,10 +224,10 @@ struct Simulator::Impl {
     for (SimFlow& f : flows) {
       size_t mark = paths.size();
       f.fwd_off = static_cast<uint32_t>(paths.size());
-      bool ok = route(f.src, f.dst, hashKeys(f.src, f.dst, f.sport, 0), hops);
+      bool ok = route(f.src, f.dst, f.sport, kProbePort, hashKeys(f.src, f.dst, f.sport, 0), hops);
       f.fwd_len = static_cast<uint32_t>(paths.size() - f.fwd_off);
       f.rev_off = static_cast<uint32_t>(paths.size());
-      ok = ok && route(f.dst, f.src, hashKeys(f.dst, f.src, f.sport, 1), hops);
+      ok = ok && route(f.dst, f.src, kProbePort, f.sport, hashKeys(f.dst, f.src, f.sport, 1), hops);
       f.rev_len = static_cast<uint32_t>(paths.size() - f.rev_off);
       f.routable = ok;
       if (!ok) {
@@ -213,6 +301,18 @@ struct Simulator::Impl {
     return frac;
   }
 
+  // A busy host over (a, b]: the share of probes its responder (or its
+  // prober, for its own flows) loses — dropped, or answered past the probe
+  // timeout — and the extra p99 latency of the rest.
+  void hostBusy(NodeId n, double a, double b, double& lost, double& latency) const {
+    for (const ResolvedFault& f : faults) {
+      if (f.kind != "busy_host" || f.host != n) continue;
+      const double frac = f.activeFraction(a, b);
+      lost = std::min(1.0, lost + (f.loss + f.delay) * frac);
+      latency += f.latency_us * frac;
+    }
+  }
+
   bool hostRebootingAt(NodeId n, double t) const {
     for (const ResolvedFault& f : faults) {
       if (f.host == n && f.kind == "host_reboot" && f.activeAt(t)) return true;
@@ -272,8 +372,23 @@ struct Simulator::Impl {
     const uint32_t arrived = sent - lost_fwd;
     const uint32_t lost_at_dst = rng.binomial(arrived, dst_down);
     const uint32_t replied = arrived - lost_at_dst;
-    const uint32_t lost_rev = rng.binomial(replied, 1.0 - rev);
-    const uint32_t back = replied - lost_rev;
+    uint32_t lost_rev = rng.binomial(replied, 1.0 - rev);
+    uint32_t back = replied - lost_rev;
+    // A busy host at either end loses a share of the probes after the
+    // responder counted them, so they show as lost on the way back.
+    double busy_latency = 0;
+    if (has_busy) {
+      double busy_dst = 0, busy_src = 0;
+      hostBusy(dst_node, a, b, busy_dst, busy_latency);
+      hostBusy(src_node, a, b, busy_src, busy_latency);
+      const double keep = (1.0 - busy_dst) * (1.0 - busy_src);
+      if (keep < 1 && back > 0) {
+        Rng busy_rng(hashKeys(options.seed, kBusy, flow_index, step_index));
+        const uint32_t busy_lost = busy_rng.binomial(back, 1.0 - keep);
+        lost_rev += busy_lost;
+        back -= busy_lost;
+      }
+    }
 
     if (rng.uniform() < z.missing_records) {
       ++stats.dropped_records;
@@ -307,6 +422,10 @@ struct Simulator::Impl {
       }
       r.rtt_us_p50 = base * (1.0 + z.rtt_jitter * std::abs(rng.normal()) * 0.5) + 0.2 * queue;
       r.rtt_us_p99 = r.rtt_us_p50 * (1.2 + 0.6 * rng.uniform()) + queue;
+      if (busy_latency > 0) {
+        r.rtt_us_p50 += 0.1 * busy_latency;
+        r.rtt_us_p99 += busy_latency;
+      }
     }
 
     // Path discovery: traceroute on the flow's own 5-tuple. It fails more
@@ -314,22 +433,44 @@ struct Simulator::Impl {
     r.path.clear();
     r.path_partial = false;
     r.reply_path.clear();
-    double p_known = 1.0 - z.path_unknown;
-    if (r.lost > 0) p_known *= 1.0 - z.lossy_path_failure;
-    if (f.routable && rng.uniform() < p_known) {
-      uint32_t len = f.fwd_len;
-      if (bh_fwd >= 0) {
-        len = static_cast<uint32_t>(bh_fwd);
-        r.path_partial = true;
-      } else if (len > 1 && rng.uniform() < z.path_partial) {
-        len = 1 + static_cast<uint32_t>(rng.below(len - 1));
-        r.path_partial = true;
+    if (flow_paths) {
+      // Per flow: the same answer every window (keyed by the flow, not the
+      // window), so a flow whose traceroute fails never has a path.
+      const uint64_t id = hashKeys(f.src, f.dst, f.sport);
+      if (f.routable && unit(hashKeys(options.seed, kPathFlow, id)) >= z.path_unknown) {
+        uint32_t len = f.fwd_len;
+        const uint64_t cut = hashKeys(options.seed, kPartialFlow, id);
+        if (bh_fwd >= 0) {
+          len = static_cast<uint32_t>(bh_fwd);
+          r.path_partial = true;
+        } else if (len > 1 && unit(cut) < z.path_partial) {
+          len = 1 + static_cast<uint32_t>(mix64(cut) % (len - 1));
+          r.path_partial = true;
+        }
+        r.path.assign(paths.begin() + f.fwd_off, paths.begin() + f.fwd_off + len);
+        if (r.path.empty()) r.path_partial = false;
       }
-      r.path.assign(paths.begin() + f.fwd_off, paths.begin() + f.fwd_off + len);
-      if (r.path.empty()) r.path_partial = false;
-    }
-    if (back > 0 && rng.uniform() < z.reply_path_known) {
-      r.reply_path.assign(paths.begin() + f.rev_off, paths.begin() + f.rev_off + f.rev_len);
+      if (back > 0 && unit(hashKeys(options.seed, kReplyFlow, id)) < z.reply_path_known) {
+        r.reply_path.assign(paths.begin() + f.rev_off, paths.begin() + f.rev_off + f.rev_len);
+      }
+    } else {
+      double p_known = 1.0 - z.path_unknown;
+      if (r.lost > 0) p_known *= 1.0 - z.lossy_path_failure;
+      if (f.routable && rng.uniform() < p_known) {
+        uint32_t len = f.fwd_len;
+        if (bh_fwd >= 0) {
+          len = static_cast<uint32_t>(bh_fwd);
+          r.path_partial = true;
+        } else if (len > 1 && rng.uniform() < z.path_partial) {
+          len = 1 + static_cast<uint32_t>(rng.below(len - 1));
+          r.path_partial = true;
+        }
+        r.path.assign(paths.begin() + f.fwd_off, paths.begin() + f.fwd_off + len);
+        if (r.path.empty()) r.path_partial = false;
+      }
+      if (back > 0 && rng.uniform() < z.reply_path_known) {
+        r.reply_path.assign(paths.begin() + f.rev_off, paths.begin() + f.rev_off + f.rev_len);
+      }
     }
 
     if (z.late_records > 0 && rng.uniform() < z.late_records) {
@@ -495,6 +636,7 @@ struct Simulator::Impl {
       releaseLate(t, sink);
       if (j < phases) continue;  // no agent has a full window yet
       const double a = t - window;
+      updatePlan(a);
       updateRouting(a);
       updateLinkState(a, t);
       const auto phase = static_cast<uint32_t>(j % phases);
