@@ -7,6 +7,9 @@
 //   accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods netdiag,007,boolean,netbouncer]
 //            [--threads N] [--json FILE] [--one-way SHARE] [--path-unknown SHARE]
 //            [--runs FILE]   (one JSON line per run: misses, false positives, times)
+//   accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]
+//            [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]
+//            (the sweep over deployment conditions, bench/sweep.h)
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +26,7 @@
 
 #include "analyzer/engine.h"
 #include "bench/localizers.h"
+#include "bench/sweep.h"
 #include "planner/plan.h"
 #include "sim/rng.h"
 #include "sim/scenario.h"
@@ -114,10 +118,14 @@ int main(int argc, char** argv) {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string kinds_arg, fabrics_arg = "leaf-spine,fat-tree,rail", methods_arg = "netdiag";
   std::string json_out, runs_out;
+  bench::SweepOptions sweep;
+  bool sweeping = false;
   std::string dir = NETDIAG_SOURCE_DIR "/sim/scenarios";
   const char* usage =
       "usage: accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods a,b] [--threads N]\n"
-      "                [--json FILE] [--runs FILE] [--one-way SHARE] [--path-unknown SHARE]\n";
+      "                [--json FILE] [--runs FILE] [--one-way SHARE] [--path-unknown SHARE]\n"
+      "       accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]\n"
+      "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]\n";
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -142,6 +150,17 @@ int main(int argc, char** argv) {
       g_one_way = std::atof(argv[i + 1]);
     else if (a == "--path-unknown")
       g_path_unknown = std::atof(argv[i + 1]);
+    else if (a == "--sweep") {
+      sweeping = true;
+      sweep.mode = argv[i + 1];
+    } else if (a == "--draws")
+      sweep.draws = std::atoi(argv[i + 1]);
+    else if (a == "--require-precision")
+      sweep.require_precision = std::atof(argv[i + 1]);
+    else if (a == "--require-recall")
+      sweep.require_recall = std::atof(argv[i + 1]);
+    else if (a == "--quiet")
+      sweep.quiet = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
       return 2;
@@ -150,6 +169,12 @@ int main(int argc, char** argv) {
   if (seeds < 1 || threads < 1) {
     std::fprintf(stderr, "accuracy: --seeds and --threads must be >= 1\n%s", usage);
     return 2;
+  }
+  if (sweeping) {
+    sweep.threads = threads;
+    sweep.json_out = json_out;
+    sweep.runs_out = runs_out;
+    return bench::runSweep(sweep);
   }
   std::vector<std::string> kinds = split(kinds_arg);
   if (kinds.empty()) {
