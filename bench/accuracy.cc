@@ -6,6 +6,9 @@
 //
 //   accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods netdiag,007,boolean,netbouncer]
 //            [--threads N] [--json FILE] [--one-way SHARE] [--path-unknown SHARE]
+//            [--path-knowledge record|flow] [--reply-path SHARE] [--background-loss X]
+//            [--ecmp-hash mix|crc] [--peers N] [--flows-per-peer N] [--probes-per-second X]
+//            [--redraw-s S]   (overrides of every scenario's noise and budget)
 //            [--runs FILE]   (one JSON line per run: misses, false positives, times)
 //   accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]
 //            [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]
@@ -62,6 +65,11 @@ std::vector<std::string> split(const std::string& s) {
 // Noise overrides from the command line (e.g. --one-way 0: no lost_fwd/lost_rev).
 double g_one_way = -1;
 double g_path_unknown = -1;
+double g_reply_path = -1;
+double g_background = -1;
+std::string g_path_knowledge, g_ecmp_hash;
+int g_peers = -1, g_flows_per_peer = -1;
+double g_probes_per_second = -1, g_redraw_s = -1;
 
 std::vector<Run> runOne(const std::string& scenario_file, const std::string& kind,
                         const std::string& fabric, uint64_t seed,
@@ -70,6 +78,18 @@ std::vector<Run> runOne(const std::string& scenario_file, const std::string& kin
   sim::Scenario sc = load.scenario;
   if (g_one_way >= 0) sc.noise.one_way = g_one_way;
   if (g_path_unknown >= 0) sc.noise.path_unknown = g_path_unknown;
+  if (g_reply_path >= 0) sc.noise.reply_path_known = g_reply_path;
+  if (g_background >= 0) sc.noise.background_loss = g_background;
+  if (!g_path_knowledge.empty()) sc.noise.path_knowledge = g_path_knowledge;
+  if (!g_ecmp_hash.empty()) sc.ecmp_hash = g_ecmp_hash;
+  if (g_peers >= 0) sc.budget.peers = g_peers;
+  if (g_flows_per_peer >= 0) sc.budget.flows_per_peer = g_flows_per_peer;
+  if (g_probes_per_second >= 0) sc.budget.probes_per_second = g_probes_per_second;
+  if (g_redraw_s >= 0) sc.redraw_s = g_redraw_s;
+  if (auto problems = planner::validate(sc.budget); !problems.empty()) {
+    std::fprintf(stderr, "%s: budget: %s\n", kind.c_str(), problems[0].c_str());
+    return {};
+  }
   sc.fabric = {};
   sim::parseFabricSpec(kFabrics.at(fabric), sc.fabric);
   std::vector<topology::Diagnostic> errors;
@@ -124,6 +144,9 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: accuracy [--seeds N] [--kinds a,b] [--fabrics a,b] [--methods a,b] [--threads N]\n"
       "                [--json FILE] [--runs FILE] [--one-way SHARE] [--path-unknown SHARE]\n"
+      "                [--path-knowledge record|flow] [--reply-path SHARE] [--background-loss X]\n"
+      "                [--ecmp-hash mix|crc] [--peers N] [--flows-per-peer N]\n"
+      "                [--probes-per-second X] [--redraw-s S]\n"
       "       accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]\n"
       "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]\n";
   for (int i = 1; i < argc; i += 2) {
@@ -150,6 +173,22 @@ int main(int argc, char** argv) {
       g_one_way = std::atof(argv[i + 1]);
     else if (a == "--path-unknown")
       g_path_unknown = std::atof(argv[i + 1]);
+    else if (a == "--path-knowledge")
+      g_path_knowledge = argv[i + 1];
+    else if (a == "--reply-path")
+      g_reply_path = std::atof(argv[i + 1]);
+    else if (a == "--background-loss")
+      g_background = std::atof(argv[i + 1]);
+    else if (a == "--ecmp-hash")
+      g_ecmp_hash = argv[i + 1];
+    else if (a == "--peers")
+      g_peers = std::atoi(argv[i + 1]);
+    else if (a == "--flows-per-peer")
+      g_flows_per_peer = std::atoi(argv[i + 1]);
+    else if (a == "--probes-per-second")
+      g_probes_per_second = std::atof(argv[i + 1]);
+    else if (a == "--redraw-s")
+      g_redraw_s = std::atof(argv[i + 1]);
     else if (a == "--sweep") {
       sweeping = true;
       sweep.mode = argv[i + 1];
@@ -165,6 +204,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
       return 2;
     }
+  }
+  if ((!g_path_knowledge.empty() && g_path_knowledge != "record" && g_path_knowledge != "flow") ||
+      (!g_ecmp_hash.empty() && g_ecmp_hash != "mix" && g_ecmp_hash != "crc")) {
+    std::fprintf(stderr, "accuracy: --path-knowledge takes record|flow, --ecmp-hash mix|crc\n%s",
+                 usage);
+    return 2;
   }
   if (seeds < 1 || threads < 1) {
     std::fprintf(stderr, "accuracy: --seeds and --threads must be >= 1\n%s", usage);
