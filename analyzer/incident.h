@@ -2,10 +2,13 @@
 
 // Incidents: what the analyzer concluded, with when and why. Serialized as
 // the incident report of formats.md §3 (`netdiag replay --json`,
-// `netdiag locate --json`).
+// `netdiag locate --json`) only at the edge: in memory an incident's kind is
+// an enum and its evidence a typed struct.
 
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,19 +23,65 @@ using topology::PortId;
 
 // The contract's kinds, plus link_blackhole (a partial blackhole: only some
 // flows through the link are dropped), which formats.md allows adding.
-inline constexpr const char* kLinkLoss = "link_loss";
-inline constexpr const char* kLinkCorruption = "link_corruption";
-inline constexpr const char* kLinkDown = "link_down";
-inline constexpr const char* kLinkFlap = "link_flap";
-inline constexpr const char* kLinkLatency = "link_latency";
-inline constexpr const char* kLinkBlackhole = "link_blackhole";
-inline constexpr const char* kCongestion = "congestion";
-inline constexpr const char* kHostUnreachable = "host_unreachable";
-inline constexpr const char* kMiscabling = "miscabling";
+enum class IncidentKind : uint8_t {
+  kUnknown,
+  kLinkLoss,
+  kLinkCorruption,
+  kLinkDown,
+  kLinkFlap,
+  kLinkLatency,
+  kLinkBlackhole,
+  kCongestion,
+  kHostUnreachable,
+  kMiscabling,
+};
+
+// "link_loss", ...; "unknown" for kUnknown.
+const char* kindName(IncidentKind kind);
+// The kind named `name`; kUnknown for a name netdiag does not use.
+IncidentKind parseKind(std::string_view name);
+// A fault of one link (the link_* kinds).
+bool isLinkKind(IncidentKind kind);
+
+// Why the analyzer concluded what it did. Every field is optional; each
+// kind fills its own (formats.md leaves `evidence` free-form, docs/formats.md
+// lists the keys).
+struct Evidence {
+  std::string method;
+  std::string summary;
+  // Loss hypotheses: probes crossing the link (or sent to the host) over the
+  // horizon after explaining away, their losses, the lossy flow-windows
+  // behind it, the background they were held to, the log-likelihood ratio.
+  std::optional<double> probes, lost, lossy_flow_windows, background_loss, llr_nats;
+  // Port counters over the horizon, by name ("rx_errors_at_X:p", ...).
+  std::map<std::string, double> counters;
+  std::optional<double> carrier_changes;
+  struct RuledOut {
+    std::string hypothesis;
+    double llr_nats = 0;
+    std::string why;
+  };
+  std::optional<RuledOut> ruled_out;
+  // Latency.
+  std::optional<double> added_latency_us, z, records;
+  // Miscabling: each port whose LLDP neighbour disagrees with the topology.
+  struct PortSeen {
+    std::string port, lldp_neighbor, topology_peer;
+  };
+  std::vector<PortSeen> ports;
+  std::string host;  // a note on the host when every link of it is down
+  // Other figures of a method (the baselines of bench/ use only these).
+  std::map<std::string, double> figures;
+};
+
+nlohmann::json evidenceToJson(const Evidence& e);
+// Reads what evidenceToJson wrote (and tolerates anything else: unknown keys
+// are dropped, wrong types ignored) — incidents restored from SQLite.
+Evidence evidenceFromJson(const nlohmann::json& j);
 
 struct Incident {
-  std::string id;                    // "inc-<n>", unique within one analyzer's history
-  std::string kind;                  // one of the constants above
+  std::string id;  // "inc-<n>", unique within one analyzer's history
+  IncidentKind kind = IncidentKind::kUnknown;
   DirLinkId link = topology::kNone;  // link kinds and congestion
   bool both_directions = false;
   NodeId node = topology::kNone;  // host_unreachable
@@ -42,9 +91,9 @@ struct Incident {
   std::optional<double> resolved_at;
   double confidence = 0;  // posterior probability that this explanation is right
   double loss_ratio = 0;  // estimated loss on the link (or of probes to the node)
-  nlohmann::json evidence = nlohmann::json::object();  // human-readable reasoning
+  Evidence evidence;
 
-  bool isLinkFault() const { return kind.rfind("link_", 0) == 0; }
+  bool isLinkFault() const { return isLinkKind(kind); }
 };
 
 struct Report {

@@ -6,7 +6,7 @@ store::IncidentRow toRow(const topology::Topology& topo, const Incident& i, doub
   store::IncidentRow row;
   nlohmann::json j = incidentToJson(topo, i);
   row.id = i.id;
-  row.kind = i.kind;
+  row.kind = kindName(i.kind);
   if (j.contains("link")) row.link = j["link"].get<std::string>();
   if (j.contains("node")) row.node = j["node"].get<std::string>();
   if (j.contains("ports")) row.ports = j["ports"].dump();
@@ -28,7 +28,7 @@ std::vector<Incident> fromRows(const topology::Topology& topo,
   for (const store::IncidentRow& row : rows) {
     Incident i;
     i.id = row.id;
-    i.kind = row.kind;
+    i.kind = parseKind(row.kind);
     i.opened_at = row.opened_at;
     i.localized_at = row.localized_at;
     i.resolved_at = row.resolved_at;
@@ -50,7 +50,7 @@ std::vector<Incident> fromRows(const topology::Topology& topo,
     if (json.is_discarded()) {
       ok = false;
     } else {
-      if (json.contains("evidence")) i.evidence = json["evidence"];
+      if (json.contains("evidence")) i.evidence = evidenceFromJson(json["evidence"]);
       if (json.contains("ports") && json["ports"].is_array()) {
         for (const auto& p : json["ports"]) {
           auto port = p.is_string() ? topo.findPort(p.get<std::string>()) : std::nullopt;

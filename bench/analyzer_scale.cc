@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
     if (events.size() < 200) {
       char buf[512];
       std::snprintf(buf, sizeof buf, "  event t=%.0f %s %s %s localized=%s resolved=%s conf=%.4f",
-                    engine.report().generated_at, i.id.c_str(), i.kind.c_str(),
+                    engine.report().generated_at, i.id.c_str(), analyzer::kindName(i.kind),
                     i.link != topology::kNone   ? topo->dirLinkName(i.link).c_str()
                     : i.node != topology::kNone ? topo->node(i.node).name.c_str()
                                                 : "-",
@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
                                                      : "-";
     std::fprintf(stderr,
                  "incident %s %s %s opened %.0f localized %s resolved %s conf %.4f loss %.4g\n",
-                 inc.id.c_str(), inc.kind.c_str(), name.c_str(), inc.opened_at,
+                 inc.id.c_str(), analyzer::kindName(inc.kind), name.c_str(), inc.opened_at,
                  inc.localized_at ? std::to_string(*inc.localized_at).c_str() : "-",
                  inc.resolved_at ? std::to_string(*inc.resolved_at).c_str() : "-", inc.confidence,
                  inc.loss_ratio);

@@ -48,9 +48,9 @@ void printTable(const topology::Topology& topo, const analyzer::Report& report) 
     }
     char loss[16];
     std::snprintf(loss, sizeof loss, "%.3f%%", 100 * i.loss_ratio);
-    std::printf("%-8s %-16s %-44s %8s %6.3f %8.1f %9s %9s\n", i.id.c_str(), i.kind.c_str(),
-                where.c_str(), loss, i.confidence, i.opened_at, timeText(i.localized_at).c_str(),
-                timeText(i.resolved_at).c_str());
+    std::printf("%-8s %-16s %-44s %8s %6.3f %8.1f %9s %9s\n", i.id.c_str(),
+                analyzer::kindName(i.kind), where.c_str(), loss, i.confidence, i.opened_at,
+                timeText(i.localized_at).c_str(), timeText(i.resolved_at).c_str());
   }
 }
 

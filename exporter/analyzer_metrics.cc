@@ -24,10 +24,15 @@ using topology::Topology;
 
 // The kinds a fresh analyzer reports as zero, so that alert expressions and
 // dashboards find their series before the first incident.
-const std::vector<std::string> kKinds = {
-    analyzer::kLinkLoss,   analyzer::kLinkCorruption,  analyzer::kLinkDown,
-    analyzer::kLinkFlap,   analyzer::kLinkLatency,     analyzer::kLinkBlackhole,
-    analyzer::kCongestion, analyzer::kHostUnreachable, analyzer::kMiscabling};
+const std::vector<std::string> kKinds = [] {
+  using K = analyzer::IncidentKind;
+  std::vector<std::string> out;
+  for (K k : {K::kLinkLoss, K::kLinkCorruption, K::kLinkDown, K::kLinkFlap, K::kLinkLatency,
+              K::kLinkBlackhole, K::kCongestion, K::kHostUnreachable, K::kMiscabling}) {
+    out.push_back(analyzer::kindName(k));
+  }
+  return out;
+}();
 
 // One gauge family whose series are rebuilt on every update: set() marks a
 // series as present, sweep() removes those not set since the last sweep (an
@@ -344,16 +349,17 @@ struct AnalyzerMetrics::Impl {
     }
     for (const auto& inc : report.incidents) {
       if (inc.resolved_at) continue;
-      const std::string kind = inc.kind.empty() ? "unknown" : inc.kind;
+      const std::string kind = analyzer::kindName(inc.kind);
       const std::string state = inc.localized_at ? "localized" : "open";
       counts[{kind, state}] += 1;
       if (inc.link != topology::kNone) {
         link_open.push_back(&inc);
-        if (inc.kind == analyzer::kLinkDown && inc.localized_at) {
+        if (inc.kind == analyzer::IncidentKind::kLinkDown && inc.localized_at) {
           router.setLinkDown(Topology::linkOf(inc.link), true);
         }
       }
-      if (inc.node != topology::kNone && inc.localized_at && kind == analyzer::kHostUnreachable) {
+      if (inc.node != topology::kNone && inc.localized_at &&
+          inc.kind == analyzer::IncidentKind::kHostUnreachable) {
         host_unreachable.set({{"device", topo.node(inc.node).name}, {"incident", inc.id}}, 1);
       }
       for (topology::PortId p : inc.ports) {
@@ -394,7 +400,7 @@ struct AnalyzerMetrics::Impl {
     for (const analyzer::Incident* inc : link_open) {
       Labels labels = linkLabels(inc->link);
       Labels with_incident = labels;
-      with_incident["kind"] = inc->kind.empty() ? "unknown" : inc->kind;
+      with_incident["kind"] = analyzer::kindName(inc->kind);
       with_incident["incident"] = inc->id;
       if (inc->localized_at && inc->isLinkFault()) link_fault.set(with_incident, 1);
       with_incident["state"] = inc->localized_at ? "localized" : "open";

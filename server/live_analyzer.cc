@@ -335,7 +335,7 @@ nlohmann::json LiveAnalyzer::incidents(const IncidentFilter& f) const {
   analyzer::Report r = impl_->engine.report();
   std::erase_if(r.incidents, [&](const analyzer::Incident& i) {
     if (f.only_open && i.resolved_at) return true;
-    if (f.kind && i.kind != *f.kind) return true;
+    if (f.kind && analyzer::kindName(i.kind) != *f.kind) return true;
     // As store::IncidentQuery::since: opened or resolved at or after it.
     if (f.since && !(i.opened_at >= *f.since || (i.resolved_at && *i.resolved_at >= *f.since))) {
       return true;

@@ -147,23 +147,23 @@ void WindowedLocalizer::runPass() {
       it->second.last_blamed = now;
       inc.confidence = std::max(inc.confidence, b.confidence);
       inc.loss_ratio = b.loss_ratio;
-      inc.evidence["last_blamed_at"] = now;
-      inc.evidence["passes_blamed"] = inc.evidence.value("passes_blamed", 0) + 1;
+      inc.evidence.figures["last_blamed_at"] = now;
+      inc.evidence.figures["passes_blamed"] += 1;
       continue;
     }
     analyzer::Incident inc;
     inc.id = "inc-" + std::to_string(next_id_++);
-    inc.kind = analyzer::kLinkLoss;
+    inc.kind = analyzer::IncidentKind::kLinkLoss;
     inc.link = b.link;
     inc.opened_at = now;
     inc.localized_at = now;
     inc.confidence = b.confidence;
     inc.loss_ratio = b.loss_ratio;
-    inc.evidence = std::move(b.evidence);
-    inc.evidence["method"] = method_;
-    inc.evidence["window_s"] = config_.window_s;
-    inc.evidence["last_blamed_at"] = now;
-    inc.evidence["passes_blamed"] = 1;
+    inc.evidence = analyzer::evidenceFromJson(b.evidence);  // the method's figures
+    inc.evidence.method = method_;
+    inc.evidence.figures["window_s"] = config_.window_s;
+    inc.evidence.figures["last_blamed_at"] = now;
+    inc.evidence.figures["passes_blamed"] = 1;
     open_.emplace(b.link, Open{incidents_.size(), now});
     incidents_.push_back(std::move(inc));
   }

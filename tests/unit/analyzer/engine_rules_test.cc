@@ -71,7 +71,7 @@ TEST(EngineRules, LossyDirectedLinkWithKnownPathsIsLocalizedInItsDirectionOnly) 
   expectContract(f.t, r);
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-  EXPECT_EQ(pos[0].kind, kLinkLoss);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kLinkLoss);
   EXPECT_EQ(f.t.dirLinkName(pos[0].link), "leaf1:swp3->spine1:swp1");
   EXPECT_FALSE(pos[0].both_directions);
   // The estimate is the excess over the background estimate, which a fabric
@@ -166,7 +166,7 @@ TEST(EngineRules, FlowsWithoutPathsAreExplainedByEcmpSharesNotAccessLinks) {
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
   EXPECT_EQ(pos[0].link, bad);
-  EXPECT_EQ(pos[0].kind, kLinkLoss);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kLinkLoss);
 }
 
 // With no path at all, the loss still shows on the host's access link; the
@@ -212,7 +212,7 @@ TEST(EngineRules, OperDownIsLinkDownOnBothDirectionsAndResolvesWhenItComesBack) 
   expectContract(f.t, r);
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-  EXPECT_EQ(pos[0].kind, kLinkDown);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kLinkDown);
   EXPECT_EQ(Topology::linkOf(pos[0].link), Topology::linkOf(d));
   EXPECT_TRUE(pos[0].both_directions);
   EXPECT_GE(*pos[0].localized_at, 70);  // first counters showing it down are at t=70
@@ -234,7 +234,7 @@ TEST(EngineRules, RepeatedCarrierChangesAreALinkFlap) {
   expectContract(f.t, r);
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-  EXPECT_EQ(pos[0].kind, kLinkFlap);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kLinkFlap);
   EXPECT_EQ(Topology::linkOf(pos[0].link), Topology::linkOf(d));
   EXPECT_TRUE(pos[0].both_directions);
   EXPECT_LE(*pos[0].localized_at, 75);  // two cycles seen at t=60
@@ -278,7 +278,7 @@ TEST(EngineRules, CrcErrorsOnTheReceivingPortMakeLinkCorruptionOfThatDirection) 
   expectContract(f.t, r);
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-  EXPECT_EQ(pos[0].kind, kLinkCorruption);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kLinkCorruption);
   EXPECT_EQ(f.t.dirLinkName(pos[0].link), "leaf3:swp3->spine1:swp3");
   EXPECT_FALSE(pos[0].both_directions);
 }
@@ -297,7 +297,7 @@ TEST(EngineRules, TxDropsOnTheEgressAreCongestionNotABrokenLink) {
   EXPECT_TRUE(linkIncidents(r).empty()) << describe(f.t, r);
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-  EXPECT_EQ(pos[0].kind, kCongestion);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kCongestion);
   EXPECT_EQ(pos[0].link, d);
 }
 
@@ -315,7 +315,7 @@ TEST(EngineRules, DeadResponderIsHostUnreachableAndNoLink) {
   EXPECT_TRUE(linkIncidents(r).empty()) << describe(f.t, r);
   auto pos = localized(r);
   ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-  EXPECT_EQ(pos[0].kind, kHostUnreachable);
+  EXPECT_EQ(pos[0].kind, IncidentKind::kHostUnreachable);
   EXPECT_EQ(pos[0].node, f.node("host5"));
   auto j = incidentToJson(f.t, pos[0]);
   EXPECT_EQ(j["node"], "host5");
@@ -346,7 +346,7 @@ TEST(EngineRules, LldpNeighbourMismatchIsMiscablingNamingThePorts) {
   ASSERT_EQ(pos.size(), 2u) << describe(f.t, r);
   std::map<std::string, std::vector<std::string>> by_node;
   for (const Incident& i : pos) {
-    EXPECT_EQ(i.kind, kMiscabling);
+    EXPECT_EQ(i.kind, IncidentKind::kMiscabling);
     EXPECT_GE(*i.localized_at, 60);
     auto j = incidentToJson(f.t, i);
     std::vector<std::string> ports = j["ports"];
@@ -438,7 +438,7 @@ TEST(EngineRules, IncidentLocalizesThenResolvesWithoutFlapping) {
   ASSERT_EQ(r.incidents.size(), 1u) << describe(f.t, r);
   const Incident& inc = r.incidents[0];
   EXPECT_EQ(inc.link, bad);
-  EXPECT_EQ(inc.kind, kLinkLoss);
+  EXPECT_EQ(inc.kind, IncidentKind::kLinkLoss);
   ASSERT_TRUE(inc.localized_at);
   EXPECT_GT(*inc.localized_at, 20);
   EXPECT_LE(*inc.localized_at, 60);
@@ -590,7 +590,7 @@ TEST(EngineBackground, AHostThatDoesNotAnswerLeavesTheBackgroundAlone) {
     EXPECT_LT(engine.backgroundLoss(), 1.2 * clean);
     auto pos = localized(engine.report());
     ASSERT_EQ(pos.size(), 1u) << describe(f.t, engine.report());
-    EXPECT_EQ(pos[0].kind, kHostUnreachable);
+    EXPECT_EQ(pos[0].kind, IncidentKind::kHostUnreachable);
   }
 }
 

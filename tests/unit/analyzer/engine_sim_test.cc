@@ -287,7 +287,7 @@ TEST_P(EngineRegression, ScenarioIsScoredPerfectly) {
       const sim::TruthItem& trap = log.truth.traps.at(0);
       for (const Incident& i : localized(r)) {
         if (!i.isLinkFault()) continue;
-        const bool reboot_link_down = trap.cause == "reboot" && i.kind == kLinkDown &&
+        const bool reboot_link_down = trap.cause == "reboot" && i.kind == IncidentKind::kLinkDown &&
                                       (topo->node(topo->dirSrcNode(i.link)).name == trap.node ||
                                        topo->node(topo->dirDstNode(i.link)).name == trap.node);
         EXPECT_TRUE(reboot_link_down)

@@ -188,7 +188,7 @@ TEST(Baselines, IncidentLifecycle) {
   ASSERT_EQ(report.incidents.size(), 1u);
   const auto& inc = report.incidents[0];
   EXPECT_EQ(inc.link, bad);  // the only link with votes from >= 3 flows
-  EXPECT_EQ(inc.kind, "link_loss");
+  EXPECT_EQ(inc.kind, analyzer::IncidentKind::kLinkLoss);
   EXPECT_DOUBLE_EQ(inc.opened_at, 5);
   ASSERT_TRUE(inc.localized_at.has_value());
   EXPECT_DOUBLE_EQ(*inc.localized_at, 5);

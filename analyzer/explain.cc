@@ -1,0 +1,396 @@
+#include "analyzer/explain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include "analyzer/stats.h"
+
+namespace netdiag::analyzer {
+
+using namespace topology;
+
+namespace {
+
+constexpr int kMaxExplanations = 64;
+// The backward check costs one explaining-away per pair of accepted
+// hypotheses; beyond this many (a fabric-wide event) it is skipped.
+constexpr size_t kMaxBackwardChecks = 16;
+
+using SegmentLists = std::unordered_map<uint32_t, std::vector<uint32_t>>;
+
+class Explainer {
+ public:
+  Explainer(const FabricEvidence& ev, const ExplainConfig& cfg)
+      : ev_(ev),
+        topo_(ev.topology()),
+        cfg_(cfg),
+        segs_(ev.lossy().segments()),
+        open_llr_(openLlr(topo_)),
+        log_m_(logHypotheses(topo_)),
+        log_short_windows_(std::log(static_cast<double>(ev.buckets()) / kShortBuckets)),
+        short_from_((static_cast<double>(ev.links().newestBucket()) -
+                     static_cast<double>(kShortBuckets) + 1) *
+                    ev.bucketWidth()),
+        unexplained_(segs_.size(), 1.0) {}
+
+  std::vector<Hypothesis> run();
+
+ private:
+  double llrOf(double n, double k, double n_rt, double k_rt, double* added) const;
+  void score(Candidate& c) const;
+  const Candidate& fresh(Candidate& c) const {
+    if (c.stale) {
+      score(c);
+      c.stale = false;
+    }
+    return c;
+  }
+  void collectCandidates();
+  void discount(uint32_t i, double w);
+  double segmentBackground(const LossySegment& s) const {
+    return s.round_trip ? ev_.background().round_trip : ev_.background().one_way;
+  }
+  double crossedPosterior(const LossySegment& seg, double s, std::optional<double> x) const;
+  double unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) const;
+  double explainedShare(const Key& key, const Candidate& c, const LossySegment& seg) const;
+  void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false);
+  void explain(const Key& key, const Candidate& c);
+  void backwardCheck(std::vector<Hypothesis>& accepted) const;
+  void posteriors(std::vector<Hypothesis>& accepted);
+
+  const FabricEvidence& ev_;
+  const Topology& topo_;
+  ExplainConfig cfg_;
+  const std::deque<LossySegment>& segs_;
+  const double open_llr_, log_m_, log_short_windows_, short_from_;
+  std::unordered_map<uint32_t, Candidate> link_c_, node_c_;
+  SegmentLists link_segs_, node_segs_;
+  // Each lossy segment keeps the share of its losses not yet explained.
+  std::vector<double> unexplained_;
+  // The state before the greedy search (after counters and claims).
+  std::unordered_map<uint32_t, Candidate> link_c0_, node_c0_;
+  std::vector<double> unexplained0_;
+};
+
+// One-way counts are tested against one direction's background, round
+// trips against the round trip's, with one added loss for both.
+double Explainer::llrOf(double n, double k, double n_rt, double k_rt, double* added) const {
+  // (Explaining away subtracts fractions: keep rounding from going negative.)
+  const double n1 = std::max(0.0, n - n_rt), k1 = std::clamp(k - k_rt, 0.0, n1);
+  n_rt = std::max(0.0, n_rt), k_rt = std::clamp(k_rt, 0.0, n_rt);
+  const Background& b = ev_.background();
+  return twoClassLlr(n1, k1, b.one_way, n_rt, k_rt, b.round_trip, added);
+}
+
+void Explainer::score(Candidate& c) const {
+  // Probes to a host are whole round trips, whatever the records carried.
+  auto rt = [&c](double all, double round_trips) { return c.host ? all : round_trips; };
+  const double n_rt = rt(c.n, c.n_rt), k_rt = rt(c.k, c.k_rt);
+  const double ns_rt = rt(c.ns, c.ns_rt), ks_rt = rt(c.ks, c.ks_rt);
+  // Two horizons tested, with half the prior each; the short one is tested
+  // on every one of the windows that fit in the long one (a scan
+  // statistic), so each short window gets that share of its half.
+  double x_long = 0, x_short = 0;
+  const double l_long = llrOf(c.n, c.k, n_rt, k_rt, &x_long);
+  const double l_short = llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short) - log_short_windows_;
+  c.llr = std::max(l_long, l_short) - std::log(2.0);
+  const bool short_wins = l_short > l_long;
+  c.q0 = short_wins ? ev_.nullRate(c.ns, ns_rt) : ev_.nullRate(c.n, n_rt);
+  c.loss = short_wins ? x_short : x_long;
+}
+
+// Candidates: every link and host with a loss in the horizon.
+void Explainer::collectCandidates() {
+  const LossyStore& lossy = ev_.lossy();
+  for (uint32_t i = 0; i < segs_.size(); ++i) {
+    for (DirLinkId d : lossy.linksOf(segs_[i])) link_segs_[d].push_back(i);
+    if (segs_[i].forward && segs_[i].dst_node != kNone) node_segs_[segs_[i].dst_node].push_back(i);
+  }
+  const BucketedTallies* rt = ev_.linksRoundTrip();
+  for (auto& [d, list] : link_segs_) {
+    Candidate c;
+    Tally t = ev_.links().total(d), s = ev_.links().recent(d, kShortBuckets);
+    c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+    if (rt) {
+      Tally r = rt->total(d), rs = rt->recent(d, kShortBuckets);
+      c.n_rt = r.n, c.k_rt = r.k, c.ns_rt = rs.n, c.ks_rt = rs.k;
+    }
+    c.segments = static_cast<int>(list.size());
+    score(c);
+    link_c_[d] = c;
+  }
+  for (auto& [n, list] : node_segs_) {
+    if (!topo_.node(n).isHost()) continue;
+    Candidate c;
+    Tally t = ev_.toNode().total(n), s = ev_.toNode().recent(n, kShortBuckets);
+    c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+    c.host = true;
+    c.segments = static_cast<int>(list.size());
+    score(c);
+    node_c_[n] = c;
+  }
+}
+
+// Takes the share w of what is left of segment i out of every candidate
+// it counts for (but accepted ones).
+void Explainer::discount(uint32_t i, double w) {
+  const LossySegment& s = segs_[i];
+  double part = unexplained_[i] * w;
+  if (part <= 0) return;
+  unexplained_[i] -= part;
+  bool in_short = s.t >= short_from_;
+  auto reduce = [&](Candidate& c) {
+    if (c.accepted) return;
+    c.remove(part, s, in_short);
+    if (unexplained_[i] < 0.5 && unexplained_[i] + part >= 0.5) --c.segments;
+  };
+  for (DirLinkId d : ev_.lossy().linksOf(s)) {
+    if (auto it = link_c_.find(d); it != link_c_.end()) reduce(it->second);
+  }
+  if (s.forward && s.dst_node != kNone) {
+    if (auto it = node_c_.find(s.dst_node); it != node_c_.end()) reduce(it->second);
+  }
+}
+
+// Posterior probability that a lossy segment crossed a link of loss `x`
+// that lies on its unseen stretch with ECMP share `s`: the prior s, times
+// the likelihood of the segment's own n and k with and without the link's
+// loss. A flow that lost every probe is almost surely through a blackhole
+// even at a small share; one stray loss is weaker evidence.
+// For a link the counters report down or flapping, x is left unknown (it
+// was down for part of some windows): any loss on a flow that may have
+// crossed it is taken as its doing.
+double Explainer::crossedPosterior(const LossySegment& seg, double s,
+                                   std::optional<double> x) const {
+  const double q0 = segmentBackground(seg);
+  if (!x) return s / (s + q0);
+  const double q1 = std::min(q0 + *x, 1.0 - 1e-12);
+  double log_ratio = seg.k * std::log(q1 / q0);
+  if (seg.n > seg.k) log_ratio += (seg.n - seg.k) * (std::log1p(-q1) - std::log1p(-q0));
+  if (log_ratio > 50) return 1.0;
+  double odds = s * std::exp(log_ratio);
+  return odds / (odds + (1.0 - s));
+}
+
+// The largest ECMP share of link d on the segment's unseen stretches
+// (remembered paths count as unseen when `doubt_cache`).
+double Explainer::unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) const {
+  double s_max = 0;
+  for (const Middle& m : seg.middle) {
+    if (!m.known() || (doubt_cache && m.cached && m.from != m.to)) {
+      s_max = std::max(s_max, ev_.shares().share(m.from, m.to, d));
+    }
+  }
+  return s_max;
+}
+
+// The share of a lossy segment that an accepted hypothesis explains, as
+// explain() takes it: all of a segment certainly through the link (or to
+// the host), the posterior that it crossed the link on its unseen stretch.
+double Explainer::explainedShare(const Key& key, const Candidate& c,
+                                 const LossySegment& seg) const {
+  if (key.kind == Key::kNode) return seg.forward && seg.dst_node == key.id ? 1.0 : 0.0;
+  auto ls = ev_.lossy().linksOf(seg);
+  if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
+  const double s = unseenShare(seg, key.id, false);
+  return s > 0 ? crossedPosterior(seg, s, std::max(c.loss, 1e-9)) : 0.0;
+}
+
+// Removes from the evidence what link `d` with loss `x` explains: every
+// segment certainly through it, and segments that may have crossed it on
+// a stretch discovery did not see, by the posterior that they did.
+void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache) {
+  std::vector<bool> certain(segs_.size(), false);
+  if (auto it = link_segs_.find(d); it != link_segs_.end()) {
+    for (uint32_t i : it->second) {
+      certain[i] = true;
+      discount(i, 1.0);
+    }
+  }
+  for (uint32_t i = 0; i < segs_.size(); ++i) {
+    if (certain[i]) continue;
+    const double s_max = unseenShare(segs_[i], d, doubt_cache);
+    if (s_max > 0) discount(i, crossedPosterior(segs_[i], s_max, x));
+  }
+}
+
+void Explainer::explain(const Key& key, const Candidate& c) {
+  if (key.kind == Key::kLink) {
+    explainBy(key.id, std::max(c.loss, 1e-9));
+  } else {
+    for (uint32_t i : node_segs_[key.id]) discount(i, 1.0);
+  }
+}
+
+std::vector<Hypothesis> Explainer::run() {
+  collectCandidates();
+  // Links the counters report down, or that went down within the horizon
+  // (any carrier change: a flap's first cycle, a link back up after an
+  // outage), explain, first, every loss on flows that crossed (or may have
+  // crossed) them, in both directions: a link is down both ways, and
+  // without one-way counts the replies it dropped would otherwise be
+  // blamed on the uplinks their flows went out on.
+  for (LinkId l = 0; l < topo_.linkCount(); ++l) {
+    if (!ev_.reportedDown(l) && ev_.carrierChanges(l) < 1) continue;
+    for (DirLinkId d : {2 * l, 2 * l + 1}) {
+      if (auto it = link_c_.find(d); it != link_c_.end()) it->second.accepted = true;
+      // Flows reroute around such a link, so remembered paths are suspect.
+      explainBy(d, std::nullopt, true);
+    }
+  }
+  // Segments claimed by a paged incident count for nobody else.
+  for (uint32_t i = 0; i < segs_.size(); ++i) {
+    if (segs_[i].claimed_by == 0) continue;
+    Candidate* owner = nullptr;
+    Key k = decodeKey(segs_[i].claimed_by);
+    auto& pool = k.kind == Key::kLink ? link_c_ : node_c_;
+    if (auto it = pool.find(k.id); it != pool.end()) {
+      owner = &it->second;
+      owner->accepted = true;  // shield the owner from the discount
+    }
+    discount(i, 1.0);
+    if (owner) owner->accepted = false;
+  }
+  link_c0_ = link_c_;
+  node_c0_ = node_c_;
+  unexplained0_ = unexplained_;
+
+  // Greedy explaining-away: accept the strongest hypothesis, remove the
+  // lossy segments it explains from every other candidate, rescore.
+  std::vector<Hypothesis> accepted;
+  for (int round = 0; round < kMaxExplanations; ++round) {
+    Key best{Key::kLink, kNone};
+    Candidate* bc = nullptr;
+    for (auto& [d, c] : link_c_) {
+      fresh(c);
+      if (!c.accepted && c.loss >= cfg_.min_loss && (!bc || c.llr > bc->llr)) {
+        bc = &c;
+        best = {Key::kLink, d};
+      }
+    }
+    for (auto& [n, c] : node_c_) {
+      fresh(c);
+      if (!c.accepted && c.loss >= kMinHostLoss && (!bc || c.llr > bc->llr)) {
+        bc = &c;
+        best = {Key::kNode, n};
+      }
+    }
+    if (!bc || bc->llr < open_llr_) break;
+    bc->accepted = true;
+    Hypothesis h;
+    h.key = best;
+    h.evidence = *bc;
+    accepted.push_back(std::move(h));
+    explain(best, *bc);
+  }
+  backwardCheck(accepted);
+  posteriors(accepted);
+  return accepted;
+}
+
+// Greedy order can accept first a hypothesis whose evidence a later one
+// explains better: an access link sees every flow of its host for
+// certain, so a fabric link's partial blackhole first looks like the
+// access link of the host with the most blackholed flows. Each accepted
+// hypothesis must therefore still be significant given all the others
+// (a backward check, as in stepwise regression); those that are not are
+// dropped, earliest first.
+void Explainer::backwardCheck(std::vector<Hypothesis>& accepted) const {
+  if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return;
+  // Explaining away takes from segment i the share w of what is left of
+  // it, so what all the others leave of it is the product of (1 - w)
+  // over them, in any order: each hypothesis is re-scored from its
+  // candidate before the greedy, less that from its own segments.
+  std::vector<bool> dropped(accepted.size(), false);
+  for (size_t j = 0; j < accepted.size(); ++j) {
+    const Key& key = accepted[j].key;
+    Candidate rest = key.kind == Key::kLink ? link_c0_.at(key.id) : node_c0_.at(key.id);
+    const auto& lists = key.kind == Key::kLink ? link_segs_ : node_segs_;
+    for (uint32_t i : lists.at(key.id)) {
+      double left = 1;
+      for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
+        if (h != j && !dropped[h]) {
+          left *= 1 - explainedShare(accepted[h].key, accepted[h].evidence, segs_[i]);
+        }
+      }
+      const double part = unexplained0_[i] * (1 - left);
+      if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from_);
+    }
+    score(rest);
+    const double min_loss = key.kind == Key::kLink ? cfg_.min_loss : kMinHostLoss;
+    dropped[j] = rest.llr < open_llr_ || rest.loss < min_loss;
+  }
+  size_t kept = 0;
+  for (size_t j = 0; j < accepted.size(); ++j) {
+    if (!dropped[j]) accepted[kept++] = accepted[j];
+  }
+  accepted.resize(kept);
+}
+
+// Posterior: one fault among M hypotheses a priori, against the strongest
+// competing explanation of the same evidence.
+void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
+  for (Hypothesis& h : accepted) {
+    double alt = -INFINITY;
+    if (h.key.kind == Key::kLink) {
+      auto it = link_c_.find(Topology::reverse(h.key.id));
+      if (it != link_c_.end() && fresh(it->second).llr > alt) {
+        alt = it->second.llr;
+        h.alt_name = "reverse direction " + topo_.dirLinkName(Topology::reverse(h.key.id));
+      }
+      for (NodeId n : {topo_.dirSrcNode(h.key.id), topo_.dirDstNode(h.key.id)}) {
+        auto nt = node_c_.find(n);
+        if (nt != node_c_.end() && fresh(nt->second).llr > alt) {
+          alt = nt->second.llr;
+          h.alt_name = "host " + topo_.node(n).name + " itself";
+        }
+      }
+    }
+    h.alt_llr = alt;
+    h.confidence = posterior(h.evidence.llr, log_m_, alt);
+    const auto& lists = h.key.kind == Key::kLink ? link_segs_ : node_segs_;
+    if (auto it = lists.find(h.key.id); it != lists.end()) h.certain = it->second;
+  }
+}
+
+}  // namespace
+
+void Candidate::remove(double part, const LossySegment& s, bool in_short) {
+  n -= part * s.n, k -= part * s.k;
+  if (in_short) ns -= part * s.n, ks -= part * s.k;
+  if (s.round_trip) {
+    n_rt -= part * s.n, k_rt -= part * s.k;
+    if (in_short) ns_rt -= part * s.n, ks_rt -= part * s.k;
+  }
+  stale = true;  // rescored when next read: one explanation reduces it many times
+}
+
+uint64_t encodeKey(const Key& k) { return (uint64_t{k.kind} + 1) << 32 | k.id; }
+Key decodeKey(uint64_t v) {
+  return {static_cast<Key::Kind>((v >> 32) - 1), static_cast<uint32_t>(v)};
+}
+
+double logHypotheses(const Topology& topo) {
+  return std::log(static_cast<double>(topo.dirLinkCount() + topo.nodeCount()));
+}
+
+double openLlr(const Topology& topo) { return std::max(kOpenLlr, logHypotheses(topo)); }
+
+std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg) {
+  return Explainer(ev, cfg).run();
+}
+
+double blackholeShare(const FabricEvidence& ev, DirLinkId d) {
+  int total = 0, all_lost = 0;
+  for (const LossySegment& s : ev.lossy().segments()) {
+    auto ls = ev.lossy().linksOf(s);
+    if (std::find(ls.begin(), ls.end(), d) == ls.end()) continue;
+    ++total;
+    all_lost += s.k == s.n;
+  }
+  return total >= kMinLossySegments ? static_cast<double>(all_lost) / total : 0;
+}
+
+}  // namespace netdiag::analyzer

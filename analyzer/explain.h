@@ -1,0 +1,89 @@
+#pragma once
+
+// The explanation step of a pass: from the evidence over the horizon, the
+// set of hypotheses (a lossy directed link, a host that drops what is sent
+// to it) that together explain the lossy records, each with its posterior.
+// Pure: it reads the evidence and changes nothing (the ECMP share cache
+// aside), so it can be tested on hand-built evidence. docs/localization.md
+// gives the method.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/fabric_evidence.h"
+
+namespace netdiag::analyzer {
+
+// A hypothesis: one directed link is lossy, one host drops what is sent to
+// it, or one node's cables disagree with the topology.
+struct Key {
+  enum Kind : uint8_t { kLink, kNode, kPorts } kind;
+  uint32_t id;  // link; node (a host, or the node whose cables disagree)
+  bool operator<(const Key& o) const { return kind != o.kind ? kind < o.kind : id < o.id; }
+  bool operator==(const Key& o) const = default;
+};
+
+// A segment's claim: which paged hypothesis owns it (0: none).
+uint64_t encodeKey(const Key& k);
+Key decodeKey(uint64_t v);
+
+// The evidence for one hypothesis, after explaining away.
+struct Candidate {
+  double n = 0, k = 0;    // long horizon
+  double ns = 0, ks = 0;  // short horizon
+  // Of those, probes and losses of round-trip segments (for a link; a
+  // host's are all round trips).
+  double n_rt = 0, k_rt = 0, ns_rt = 0, ks_rt = 0;
+  bool host = false;
+  double q0 = 0;  // background of these probes (pooled)
+  double llr = 0;
+  double loss = 0;
+  int segments = 0;  // lossy segments still unexplained
+  bool accepted = false;
+  bool stale = false;  // evidence changed since it was scored
+
+  // Takes `part` of a lossy segment out of the evidence.
+  void remove(double part, const LossySegment& s, bool in_short);
+};
+
+struct Hypothesis {
+  Key key;
+  Candidate evidence;
+  double confidence = 0;  // posterior, against `alt` and the prior
+  std::string alt_name;   // the strongest competing explanation, if any
+  double alt_llr = 0;
+  std::vector<uint32_t> certain;  // lossy segments certainly explained by it
+};
+
+struct ExplainConfig {
+  double min_loss = 3e-4;  // smallest loss ratio worth a link hypothesis
+};
+
+// Counts of the explanation's thresholds (nats of log-likelihood ratio).
+// A hypothesis is accepted at `openLlr`: kOpenLlr, or ln M on a fabric of
+// M > e^8 hypotheses (from there on it is at least as likely as not with
+// the prior of one fault among M).
+constexpr double kOpenLlr = 8;
+constexpr size_t kShortBuckets = 6;  // the fast horizon, in buckets
+constexpr int kMinLossySegments = 3;
+// A host is "unreachable" only when most probes to it die; a few extra
+// losses on its flows are a link's business.
+constexpr double kMinHostLoss = 0.2;
+
+double openLlr(const topology::Topology& topo);
+// ln M: M hypotheses (directed links and nodes) a priori.
+double logHypotheses(const topology::Topology& topo);
+
+// The accepted hypotheses of a pass, strongest first. Links the counters
+// report down (or that changed carrier within the horizon) explain first
+// what they may have caused and are not returned (the engine reports them
+// from the counters); segments claimed by a paged hypothesis count for
+// their owner only.
+std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg);
+
+// Share of a link's lossy segments that lost every probe: near 1 for a
+// partial blackhole (some flows dead, others clean), low for random loss.
+double blackholeShare(const FabricEvidence& ev, topology::DirLinkId d);
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,117 @@
+#pragma once
+
+// Everything the analyzer remembers of the fabric, over the evidence
+// horizon: per-directed-link and per-host probe tallies, the lossy records
+// one by one (so a pass can explain them away), per-flow path memory, the
+// background loss, port counters, latency excess and LLDP neighbours. It
+// owns that state; the explanation step (explain.h) reads it, and the
+// engine (engine.h) feeds it records and moves its clock.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/counters.h"
+#include "analyzer/ecmp_shares.h"
+#include "analyzer/evidence.h"
+#include "analyzer/flow_paths.h"
+#include "analyzer/latency.h"
+#include "telemetry/record.h"
+#include "topology/model.h"
+
+namespace netdiag::analyzer {
+
+// Background loss per probe, over a round trip and over one direction (the
+// larger of forward and reverse): a one-way count is tested against one
+// direction's background, about half the round trip's.
+struct Background {
+  double round_trip = 1e-3;
+  double one_way = 1e-3;
+};
+
+struct EvidenceConfig {
+  double bucket_s = 5;
+  double horizon_s = 180;
+  size_t expected_flows = 0;  // sizes the path memory up front (0: grow as seen)
+};
+
+class FabricEvidence {
+ public:
+  FabricEvidence(const topology::Topology& topo, const EvidenceConfig& config);
+
+  void addProbe(const telemetry::ProbeRecord& r);
+  void addPort(const telemetry::PortRecord& r);
+  void addLldp(const telemetry::LldpRecord& r);
+  // Moves every ring to `now`, forgets lossy records older than the
+  // horizon and re-estimates the background.
+  void advanceTo(double now);
+
+  const topology::Topology& topology() const { return topo_; }
+  size_t buckets() const { return buckets_; }
+  double bucketWidth() const { return cfg_.bucket_s; }
+  double horizon() const { return cfg_.horizon_s; }
+
+  // Certain-path probes and losses per directed link, and (when any record
+  // had no one-way counts) those of round-trip segments among them.
+  const BucketedTallies& links() const { return links_; }
+  const BucketedTallies* linksRoundTrip() const { return links_rt_.get(); }
+  // Probes sent to each node, and their losses.
+  const BucketedTallies& toNode() const { return to_node_; }
+  const LossyStore& lossy() const { return lossy_; }
+  // Claims: a paged hypothesis owns the segments it explained (engine).
+  void claim(uint32_t segment, uint64_t owner);
+  const PortCounters& counters() const { return counters_; }
+  LatencyEvidence& latency() { return latency_; }
+  // The ECMP share cache (a cache: answering fills it).
+  EcmpShares& shares() const { return shares_; }
+
+  const Background& background() const { return background_; }
+  // The background of n probes of which n_rt are round trips, pooled.
+  double nullRate(double n, double n_rt) const;
+
+  // Counter state of a link. Carrier transitions seen by the busier end
+  // over the horizon: one down/up cycle is 2; flapping is at least two cycles.
+  static constexpr double kFlapChanges = 4;
+  double carrierChanges(topology::LinkId l) const;
+  bool reportedDown(topology::LinkId l) const;
+  bool allLinksDown(topology::NodeId host) const;
+  // LLDP: whether port p's neighbour disagrees with the topology.
+  bool lldpMismatch(topology::PortId p) const { return lldp_mismatch_[p]; }
+  const std::string& lldpNeighbor(topology::PortId p) const { return lldp_neighbor_[p]; }
+
+ private:
+  Background estimateBackground() const;
+  void addSegment(double t, uint32_t n, uint32_t k, const std::vector<topology::DirLinkId>& seg,
+                  topology::NodeId dst, bool forward, Middle m0, Middle m1 = {});
+  void addRoundTrip(double t, uint32_t n, uint32_t k, const std::vector<topology::DirLinkId>& seg,
+                    topology::NodeId dst, Middle m0, Middle m1);
+
+  const topology::Topology& topo_;
+  EvidenceConfig cfg_;
+  size_t buckets_;
+  FlowPaths flows_;
+  mutable EcmpShares shares_;
+  BucketedTallies links_;    // per directed link: certain-path probes / losses
+  BucketedTallies to_node_;  // per node: probes sent to it / lost
+  // Per host port (background), three keys from its slot i: 3i all probes it
+  // sent and their losses, 3i+1 one-way records' probes and forward losses,
+  // 3i+2 their probes that arrived and reverse losses. Adjacent keys share a
+  // cache line. Probes sent from a switch port count for nothing here.
+  std::vector<uint32_t> host_slot_;  // per port: its slot, or kNone
+  BucketedTallies from_port_;
+  // Per directed link: the probes and losses of round-trip segments among
+  // `links_` (records without one-way counts), whose background is a whole
+  // round trip's. Made on the first such record.
+  std::unique_ptr<BucketedTallies> links_rt_;
+  PortCounters counters_;
+  LossyStore lossy_;
+  LatencyEvidence latency_;
+  std::vector<std::string> lldp_neighbor_;  // last LLDP neighbour per port
+  std::vector<bool> lldp_mismatch_;
+  Background background_;
+  // Scratch buffers reused per record.
+  std::vector<topology::DirLinkId> fwd_, rev_, both_;
+};
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,101 @@
+#include "analyzer/incident_tracker.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace netdiag::analyzer {
+
+IncidentTracker::Tracked& IncidentTracker::track(const Key& key, double now) {
+  auto it = tracked_.find(key);
+  if (it != tracked_.end() && it->second.open) return it->second;
+  Tracked t;
+  t.incident.id = "inc-" + std::to_string(next_id_++);
+  t.incident.opened_at = now;
+  t.last_bad = now;
+  if (key.kind == Key::kLink) t.incident.link = key.id;
+  if (key.kind == Key::kNode) t.incident.node = key.id;
+  if (it != tracked_.end()) {
+    // A closed incident on the same key stays in the history under its id.
+    history_.push_back(it->second.incident);
+    it->second = t;
+    return it->second;
+  }
+  return tracked_.emplace(key, t).first->second;
+}
+
+void IncidentTracker::notify(const Incident& i) {
+  for (auto& f : listeners_) f(i);
+}
+
+bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
+  seen_.insert(key);
+  const bool fresh = !tracked_.contains(key) || !tracked_.at(key).open;
+  Tracked& t = track(key, now);
+  Incident& inc = t.incident;
+  t.last_bad = now;
+  bool changed = fresh || inc.kind != f.kind || inc.ports != f.ports;
+  inc.kind = f.kind;
+  inc.ports = f.ports;
+  inc.both_directions = inc.both_directions || f.both_directions;
+  // Once localized, an incident keeps the confidence it paged at.
+  inc.confidence = std::max(inc.localized_at ? inc.confidence : 0.0, f.confidence);
+  if (f.loss_ratio) inc.loss_ratio = *f.loss_ratio;
+  inc.evidence = f.evidence;
+  using S = Finding::Strength;
+  t.strong_passes = f.strength == S::kWeak ? 0 : t.strong_passes + 1;
+  const bool localize = f.strength == S::kCertain || t.strong_passes >= 2;
+  if (!inc.localized_at && localize) {
+    inc.localized_at = now;
+    changed = true;
+  }
+  if (changed) notify(inc);
+  return inc.localized_at.has_value();
+}
+
+void IncidentTracker::endPass(double now) {
+  for (auto& [key, t] : tracked_) {
+    if (t.restored) {
+      t.restored = false;
+      if (!seen_.contains(key)) t.last_bad = now;
+    }
+    if (!t.open || seen_.contains(key)) continue;
+    t.strong_passes = 0;
+    if (now - t.last_bad >= resolve_after_s_) {
+      t.open = false;
+      t.incident.resolved_at = now;
+      notify(t.incident);
+    }
+  }
+}
+
+void IncidentTracker::restore(const topology::Topology& topo,
+                              const std::vector<Incident>& incidents) {
+  for (const Incident& i : incidents) {
+    if (i.id.rfind("inc-", 0) == 0) {
+      next_id_ = std::max<uint64_t>(next_id_, std::strtoull(i.id.c_str() + 4, nullptr, 10) + 1);
+    }
+    Key key{Key::kLink, i.link};
+    if (i.node != topology::kNone) key = {Key::kNode, i.node};
+    if (!i.ports.empty()) key = {Key::kPorts, topo.port(i.ports.front()).node};
+    if (i.resolved_at || key.id == topology::kNone || tracked_.contains(key)) {
+      history_.push_back(i);
+      continue;
+    }
+    Tracked t;
+    t.incident = i;
+    t.last_bad = i.localized_at.value_or(i.opened_at);
+    t.restored = true;
+    tracked_.emplace(key, t);
+  }
+}
+
+std::vector<Incident> IncidentTracker::all() const {
+  std::vector<Incident> out = history_;
+  for (const auto& [key, t] : tracked_) out.push_back(t.incident);
+  std::sort(out.begin(), out.end(), [](const Incident& a, const Incident& b) {
+    return a.opened_at != b.opened_at ? a.opened_at < b.opened_at : a.id < b.id;
+  });
+  return out;
+}
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,78 @@
+#pragma once
+
+// The incidents of one analyzer and their single state machine:
+//
+//   (none) --observed--> open --strong twice in a row, or certain--> localized
+//   open/localized --not observed for resolve_after_s--> resolved
+//
+// A pass reports what it found (a Finding per hypothesis); the tracker opens,
+// updates, localizes and resolves incidents, gives them ids and tells its
+// listeners of every change. It owns the incident history.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "analyzer/explain.h"
+#include "analyzer/incident.h"
+
+namespace netdiag::analyzer {
+
+struct Finding {
+  IncidentKind kind = IncidentKind::kUnknown;
+  double confidence = 0;
+  std::optional<double> loss_ratio;  // unset: keep the incident's
+  Evidence evidence;
+  bool both_directions = false;
+  std::vector<PortId> ports;  // miscabling
+  // How it pages: after two strong passes in a row (statistical evidence),
+  // at once (counters and LLDP say so for certain), or not this pass.
+  enum class Strength : uint8_t { kWeak, kStrong, kCertain } strength = Strength::kWeak;
+};
+
+class IncidentTracker {
+ public:
+  explicit IncidentTracker(double resolve_after_s) : resolve_after_s_(resolve_after_s) {}
+
+  void beginPass() { seen_.clear(); }
+  // Records this pass's finding for `key`; true when its incident is localized.
+  bool observe(const Key& key, const Finding& finding, double now);
+  bool seen(const Key& key) const { return seen_.contains(key); }
+  // Resolves incidents not observed for resolve_after_s.
+  void endPass(double now);
+
+  // Continues from incidents an earlier run persisted: open ones are tracked
+  // again (their resolve clock restarts at the first pass), closed ones stay
+  // in the history, and new ids continue after the highest.
+  void restore(const topology::Topology& topo, const std::vector<Incident>& incidents);
+  void onChange(std::function<void(const Incident&)> callback) {
+    listeners_.push_back(std::move(callback));
+  }
+  // Every incident, oldest first.
+  std::vector<Incident> all() const;
+
+ private:
+  struct Tracked {
+    Incident incident;
+    int strong_passes = 0;  // consecutive passes at paging strength
+    double last_bad = 0;
+    bool open = true;
+    // Restored from an earlier run: its evidence died with that process, so
+    // its resolve clock starts at the first pass after the restart, not at
+    // its last bad pass before it (a restart is not a repair).
+    bool restored = false;
+  };
+  Tracked& track(const Key& key, double now);
+  void notify(const Incident& i);
+
+  double resolve_after_s_;
+  uint64_t next_id_ = 1;
+  std::map<Key, Tracked> tracked_;
+  std::vector<Incident> history_;  // closed incidents whose key was reused
+  std::set<Key> seen_;             // keys observed in the current pass
+  std::vector<std::function<void(const Incident&)>> listeners_;
+};
+
+}  // namespace netdiag::analyzer

@@ -1,0 +1,78 @@
+// The explanation step on hand-built evidence: probe records fed straight
+// into FabricEvidence, then one explainLosses call (no engine, no clock, no
+// incidents).
+
+#include "analyzer/explain.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzer/analyzer_test_util.h"
+
+namespace netdiag::analyzer {
+namespace {
+
+using testing::Fabric;
+using testing::Mesh;
+using topology::DirLinkId;
+using topology::PortId;
+
+// Fills the evidence with `seconds` of the mesh's windows and moves it there.
+void fill(FabricEvidence& ev, const Mesh& mesh, double seconds) {
+  std::vector<testing::Record> records;
+  for (double t : testing::windows(0, seconds)) mesh.window(t, records);
+  for (const auto& r : records) ev.addProbe(std::get<telemetry::ProbeRecord>(r));
+  ev.advanceTo(seconds);
+}
+
+TEST(Explain, NamesTheOneLossyLinkOnKnownPaths) {
+  Fabric f;
+  Mesh mesh(f);
+  const DirLinkId bad = f.dl("leaf1:swp3->spine1:swp1");
+  mesh.loss[bad] = 0.02;
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].key, (Key{Key::kLink, bad}));
+  EXPECT_GE(hs[0].confidence, 0.99);
+  EXPECT_NEAR(hs[0].evidence.loss, 0.02, 0.01);
+  EXPECT_FALSE(hs[0].certain.empty());
+}
+
+TEST(Explain, CleanEvidenceExplainsNothing) {
+  Fabric f;
+  Mesh mesh(f);
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  EXPECT_TRUE(explainLosses(ev, {}).empty());
+}
+
+TEST(Explain, ADeadHostIsTheHostNotItsAccessLink) {
+  Fabric f;
+  Mesh mesh(f);
+  const PortId dead = f.hosts[3];
+  mesh.dead.insert(dead);
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  ASSERT_FALSE(hs.empty());
+  EXPECT_EQ(hs[0].key, (Key{Key::kNode, f.t.port(dead).node}));
+}
+
+TEST(Explain, ClaimedSegmentsCountForTheirOwnerOnly) {
+  Fabric f;
+  Mesh mesh(f);
+  const DirLinkId bad = f.dl("leaf1:swp3->spine1:swp1");
+  mesh.loss[bad] = 0.02;
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  ASSERT_EQ(hs.size(), 1u);
+  for (uint32_t i : hs[0].certain) ev.claim(i, encodeKey(hs[0].key));
+  auto again = explainLosses(ev, {});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].key, hs[0].key);
+}
+
+}  // namespace
+}  // namespace netdiag::analyzer
