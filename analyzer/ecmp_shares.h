@@ -26,8 +26,12 @@ class EcmpShares {
   // answered without building their shares.
   double share(topology::NodeId from, topology::NodeId to, topology::DirLinkId d);
 
+  // Every link on the ECMP paths of the pair with its share, sorted by link.
+  // The reference is valid until the next call.
+  using Shares = std::vector<std::pair<topology::DirLinkId, double>>;
+  const Shares& linksOn(topology::NodeId from, topology::NodeId to) { return pair(from, to); }
+
  private:
-  using Shares = std::vector<std::pair<topology::DirLinkId, double>>;  // sorted by link
   const Shares& pair(topology::NodeId from, topology::NodeId to);
 
   const topology::Topology& topo_;

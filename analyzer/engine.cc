@@ -101,7 +101,13 @@ struct Engine::Impl {
       f.kind = IncidentKind::kHostUnreachable;
       ev.summary = "probes to " + topo.node(h.key.id).name + " lost on every path to it";
     }
-    if (!h.alt_name.empty()) {
+    for (const Key& k : h.candidates) {
+      f.candidates.push_back(k.kind == Key::kLink ? Suspect{k.id, kNone} : Suspect{kNone, k.id});
+    }
+    if (!f.candidates.empty()) {
+      ev.summary = "one of " + std::to_string(f.candidates.size() + 1) + ": " + ev.summary +
+                   "; not told apart from " + h.alt_name;
+    } else if (!h.alt_name.empty()) {
       ev.ruled_out = Evidence::RuledOut{h.alt_name, h.alt_llr, "explains less of the evidence"};
     }
     f.confidence = h.confidence;

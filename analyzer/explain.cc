@@ -59,6 +59,9 @@ class Explainer {
   void explain(const Key& key, const Candidate& c);
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
+  void accessAmbiguity(Hypothesis& h);
+  double windowLlr(const std::vector<uint32_t>& segs, double n_all,
+                   std::optional<DirLinkId> via) const;
 
   const FabricEvidence& ev_;
   const Topology& topo_;
@@ -349,9 +352,125 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
       }
     }
     h.alt_llr = alt;
-    h.confidence = posterior(h.evidence.llr, log_m_, alt);
+    if (h.key.kind == Key::kLink) accessAmbiguity(h);
+    h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
     const auto& lists = h.key.kind == Key::kLink ? link_segs_ : node_segs_;
     if (auto it = lists.find(h.key.id); it != lists.end()) h.certain = it->second;
+  }
+}
+
+// The log-likelihood ratio, maximized over the added loss x, of the
+// flow-windows `segs` (the lossy ones; `n_all` probes in all, the clean
+// ones being the rest) under "link `via` loses x": a lossy window crossed
+// it with the ECMP share of its unseen stretch (or for certain when `via`
+// is unset: the link they all crossed). Clean windows are charged at the
+// smallest share seen, which favours `via` (so ties go to ambiguity).
+double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
+                            std::optional<DirLinkId> via) const {
+  struct W {
+    double n, k, q, s;
+  };
+  std::vector<W> ws;
+  double n_lossy = 0, s_min = 1;
+  for (uint32_t i : segs) {
+    const LossySegment& seg = segs_[i];
+    const double part = unexplained0_[i];
+    if (part <= 0) continue;
+    double sh = 1;
+    if (via) {
+      auto ls = ev_.lossy().linksOf(seg);
+      sh = std::find(ls.begin(), ls.end(), *via) != ls.end() ? 1.0 : unseenShare(seg, *via, false);
+    }
+    if (sh > 0) s_min = std::min(s_min, sh);
+    ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg), sh});
+    n_lossy += part * seg.n;
+  }
+  const double n_clean = std::max(0.0, n_all - n_lossy);
+  const double q_clean = ev_.background().one_way;
+  double best = 0;
+  for (double x = 1e-4; x < 1; x *= 1.25) {
+    double l = 0;
+    for (const W& w : ws) {
+      const double q1 = std::min(w.q + x, 1 - 1e-12);
+      double log_r = w.k * std::log(q1 / w.q) + (w.n - w.k) * (std::log1p(-q1) - std::log1p(-w.q));
+      // log(s * r + 1 - s), without overflow
+      l += log_r > 0 ? log_r + std::log(w.s + (1 - w.s) * std::exp(-log_r))
+                     : std::log1p(w.s * std::expm1(log_r));
+    }
+    l += s_min * n_clean * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
+    best = std::max(best, l);
+  }
+  return best;
+}
+
+// An access link sees every flow of its host for certain, so two other
+// explanations fit its evidence as well as it does, and probes alone can
+// rule them out only in some cases:
+// - the host itself (a busy responder, its NIC or kernel dropping): it hits
+//   every flow to and from the host alike, which is what a lossy access
+//   link does too. Ruled out when the host's other ports are clean at the
+//   rate this link loses, or when the link's own counters implicate it.
+// - an upstream link on a stretch of these flows' paths that discovery did
+//   not see (no traceroute): it would make lossy only the windows that
+//   crossed it, so it is weighed on them (windowLlr).
+// What is not ruled out joins the hypothesis's ambiguity group, with an
+// equal likelihood: the posterior is then at most 1/2, as it should be.
+void Explainer::accessAmbiguity(Hypothesis& h) {
+  const DirLinkId d = h.key.id;
+  const bool into_host = topo_.node(topo_.dirDstNode(d)).isHost();
+  if (!into_host && !topo_.node(topo_.dirSrcNode(d)).isHost()) return;
+  if (ev_.countersImplicate(d) || !link_segs_.contains(d)) return;
+  const Candidate& c = h.evidence;
+  const PortId host_port = into_host ? topo_.dirDstPort(d) : topo_.dirSrcPort(d);
+  const NodeId host = topo_.port(host_port).node;
+  const double q = std::clamp(c.q0, 1e-9, 0.5);
+  const double x = std::clamp(c.loss, 1e-9, 1 - q - 1e-9);
+
+  // The host's other ports under the host-side hypothesis lose at q + x:
+  // the log-likelihood ratio of what they saw, negative when they are clean.
+  Tally others;
+  for (PortId p : topo_.portsOf(host)) {
+    if (p == host_port) continue;
+    Tally t = ev_.sentFrom(p);
+    others.add(t.n, t.k);
+  }
+  double others_llr = 0;
+  if (others.n > 0) {
+    others_llr = others.k * std::log1p(x / q) +
+                 (others.n - others.k) * (std::log1p(-(q + x)) - std::log1p(-q));
+  }
+  if (others_llr > -open_llr_) h.candidates.push_back({Key::kNode, host});
+
+  // The upstream links these losses may have crossed unseen, by the losses
+  // they could explain (share times what is left of each segment).
+  std::unordered_map<DirLinkId, double> weight;
+  const std::vector<uint32_t>& mine = link_segs_.at(d);
+  for (uint32_t i : mine) {
+    for (const Middle& m : segs_[i].middle) {
+      if (m.known()) continue;
+      for (auto [link, share] : ev_.shares().linksOn(m.from, m.to)) {
+        weight[link] += share * unexplained0_[i] * segs_[i].k;
+      }
+    }
+  }
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (auto [link, w] : weight) ranked.emplace_back(-w, link);
+  std::sort(ranked.begin(), ranked.end());
+  // Each is weighed against the access link on the same flow-windows (a
+  // mixture: a window crossed the upstream link with its ECMP share); one
+  // within ln 99 nats would alone keep the posterior below 0.99.
+  constexpr size_t kMaxUpstream = 8;
+  const double own = windowLlr(mine, c.n, std::nullopt);
+  for (size_t i = 0; i < ranked.size() && i < kMaxUpstream; ++i) {
+    const double l = windowLlr(mine, c.n, ranked[i].second);
+    if (l >= own - std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i].second});
+    h.alt_llr = std::max(h.alt_llr, c.llr - (own - l));
+  }
+  if (!h.candidates.empty()) {
+    if (h.candidates.front().kind == Key::kNode) h.alt_llr = std::max(h.alt_llr, c.llr);
+    h.alt_name = h.candidates.front().kind == Key::kNode
+                     ? "host " + topo_.node(host).name + " itself (host-side loss)"
+                     : "a link on a stretch of these flows' paths that discovery did not see";
   }
 }
 

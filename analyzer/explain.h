@@ -54,6 +54,10 @@ struct Hypothesis {
   std::string alt_name;   // the strongest competing explanation, if any
   double alt_llr = 0;
   std::vector<uint32_t> certain;  // lossy segments certainly explained by it
+  // Explanations the evidence cannot tell from this one (an ambiguity
+  // group): while any is left, the hypothesis must not page, and its
+  // confidence is at most 1/2.
+  std::vector<Key> candidates;
 };
 
 struct ExplainConfig {

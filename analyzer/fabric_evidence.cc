@@ -175,6 +175,17 @@ Background FabricEvidence::estimateBackground() const {
   return b;
 }
 
+Tally FabricEvidence::sentFrom(PortId host_port) const {
+  const uint32_t slot = host_slot_[host_port];
+  return slot == kNone ? Tally{} : from_port_.total(3 * size_t{slot});
+}
+
+bool FabricEvidence::countersImplicate(DirLinkId d) const {
+  const Tally err = counters_.rxErrors(topo_.dirDstPort(d));
+  return (err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6) ||
+         carrierChanges(Topology::linkOf(d)) >= 1;
+}
+
 double FabricEvidence::nullRate(double n, double n_rt) const {
   if (n <= 0) return background_.one_way;
   const double rt = std::clamp(n_rt / n, 0.0, 1.0);

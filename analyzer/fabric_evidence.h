@@ -66,6 +66,12 @@ class FabricEvidence {
   // The ECMP share cache (a cache: answering fills it).
   EcmpShares& shares() const { return shares_; }
 
+  // Probes a host port sent and their losses, over the horizon.
+  Tally sentFrom(topology::PortId host_port) const;
+  // Whether the counters on a directed link implicate it by themselves:
+  // receive errors at its far end, or a carrier change within the horizon.
+  bool countersImplicate(topology::DirLinkId d) const;
+
   const Background& background() const { return background_; }
   // The background of n probes of which n_rt are round trips, pooled.
   double nullRate(double n, double n_rt) const;

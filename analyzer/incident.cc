@@ -160,6 +160,32 @@ Evidence evidenceFromJson(const json& j) {
   return e;
 }
 
+json candidatesToJson(const topology::Topology& topo, const std::vector<Suspect>& candidates) {
+  json out = json::array();
+  for (const Suspect& s : candidates) {
+    if (s.link != topology::kNone) out.push_back({{"link", topo.dirLinkName(s.link)}});
+    if (s.node != topology::kNone) out.push_back({{"node", topo.node(s.node).name}});
+  }
+  return out;
+}
+
+std::vector<Suspect> candidatesFromJson(const topology::Topology& topo, const json& j) {
+  std::vector<Suspect> out;
+  if (!j.is_array()) return out;
+  for (const json& c : j) {
+    if (!c.is_object()) continue;
+    Suspect s;
+    if (auto l = c.find("link"); l != c.end() && l->is_string()) {
+      s.link = topo.findDirLink(l->get<std::string>()).value_or(topology::kNone);
+    }
+    if (auto n = c.find("node"); n != c.end() && n->is_string()) {
+      s.node = topo.findNode(n->get<std::string>()).value_or(topology::kNone);
+    }
+    if (s.link != topology::kNone || s.node != topology::kNone) out.push_back(s);
+  }
+  return out;
+}
+
 json incidentToJson(const topology::Topology& topo, const Incident& i) {
   auto orNull = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json j = {{"id", i.id}, {"kind", kindName(i.kind)}};
@@ -177,6 +203,7 @@ json incidentToJson(const topology::Topology& topo, const Incident& i) {
   j["confidence"] = i.confidence;
   j["loss_ratio"] = i.loss_ratio;
   j["evidence"] = evidenceToJson(i.evidence);
+  if (!i.candidates.empty()) j["candidates"] = candidatesToJson(topo, i.candidates);
   return j;
 }
 

@@ -79,6 +79,13 @@ nlohmann::json evidenceToJson(const Evidence& e);
 // are dropped, wrong types ignored) — incidents restored from SQLite.
 Evidence evidenceFromJson(const nlohmann::json& j);
 
+// One member of an ambiguity group: a directed link or a node.
+struct Suspect {
+  DirLinkId link = topology::kNone;
+  NodeId node = topology::kNone;
+  bool operator==(const Suspect&) const = default;
+};
+
 struct Incident {
   std::string id;  // "inc-<n>", unique within one analyzer's history
   IncidentKind kind = IncidentKind::kUnknown;
@@ -92,6 +99,10 @@ struct Incident {
   double confidence = 0;  // posterior probability that this explanation is right
   double loss_ratio = 0;  // estimated loss on the link (or of probes to the node)
   Evidence evidence;
+  // The other explanations the evidence cannot yet tell from this one
+  // (`link`, or `node`, is the best of the group). While it is not empty the
+  // incident does not page: localized_at stays null.
+  std::vector<Suspect> candidates;
 
   bool isLinkFault() const { return isLinkKind(kind); }
 };
@@ -100,6 +111,12 @@ struct Report {
   double generated_at = 0;
   std::vector<Incident> incidents;
 };
+
+// The `candidates` list of an incident's JSON (docs/formats.md), and back
+// (names the topology lacks are dropped).
+nlohmann::json candidatesToJson(const topology::Topology& topo,
+                                const std::vector<Suspect>& candidates);
+std::vector<Suspect> candidatesFromJson(const topology::Topology& topo, const nlohmann::json& j);
 
 // formats.md §3.
 nlohmann::json incidentToJson(const topology::Topology& topo, const Incident& incident);

@@ -33,7 +33,8 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   Tracked& t = track(key, now);
   Incident& inc = t.incident;
   t.last_bad = now;
-  bool changed = fresh || inc.kind != f.kind || inc.ports != f.ports;
+  bool changed =
+      fresh || inc.kind != f.kind || inc.ports != f.ports || inc.candidates != f.candidates;
   inc.kind = f.kind;
   inc.ports = f.ports;
   inc.both_directions = inc.both_directions || f.both_directions;
@@ -41,9 +42,11 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   inc.confidence = std::max(inc.localized_at ? inc.confidence : 0.0, f.confidence);
   if (f.loss_ratio) inc.loss_ratio = *f.loss_ratio;
   inc.evidence = f.evidence;
+  inc.candidates = f.candidates;
   using S = Finding::Strength;
-  t.strong_passes = f.strength == S::kWeak ? 0 : t.strong_passes + 1;
-  const bool localize = f.strength == S::kCertain || t.strong_passes >= 2;
+  const bool weak = f.strength == S::kWeak || !f.candidates.empty();
+  t.strong_passes = weak ? 0 : t.strong_passes + 1;
+  const bool localize = !weak && (f.strength == S::kCertain || t.strong_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
     changed = true;

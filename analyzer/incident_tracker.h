@@ -26,7 +26,8 @@ struct Finding {
   std::optional<double> loss_ratio;  // unset: keep the incident's
   Evidence evidence;
   bool both_directions = false;
-  std::vector<PortId> ports;  // miscabling
+  std::vector<PortId> ports;        // miscabling
+  std::vector<Suspect> candidates;  // an ambiguity group: never pages
   // How it pages: after two strong passes in a row (statistical evidence),
   // at once (counters and LLDP say so for certain), or not this pass.
   enum class Strength : uint8_t { kWeak, kStrong, kCertain } strength = Strength::kWeak;

@@ -171,21 +171,46 @@ TEST(EngineRules, FlowsWithoutPathsAreExplainedByEcmpSharesNotAccessLinks) {
 
 // With no path at all, the loss still shows on the host's access link; the
 // responder's echo count says which way the probes died.
+// Probe loss on a single-NIC host's access link looks exactly like loss in
+// the host itself (a busy responder drops alike on every flow), so on
+// probes alone the incident names the link as the best of a group with the
+// host and does not page; receive errors at the link's far end tell them
+// apart. One-way counts give the direction either way.
 TEST(EngineRules, OneWayLossesBlameTheRightDirectionOfAnAccessLink) {
-  for (const std::string name : {"host3:eth0->leaf2:swp1", "leaf2:swp1->host3:eth0"}) {
-    SCOPED_TRACE(name);
-    Fabric f;
-    Script s(f);
-    s.mesh.loss[f.dl(name)] = 0.04;
-    s.mesh.one_way = true;
-    s.mesh.path_known = [](PortId, PortId, size_t) { return false; };
-    Report r = runEngine(f.t, s.build(300));
-    expectContract(f.t, r);
-    auto pos = localized(r);
-    ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
-    EXPECT_EQ(f.t.dirLinkName(pos[0].link), name);
-    EXPECT_TRUE(pos[0].isLinkFault());
-    EXPECT_FALSE(pos[0].both_directions);
+  for (const bool crc : {false, true}) {
+    for (const std::string name : {"host3:eth0->leaf2:swp1", "leaf2:swp1->host3:eth0"}) {
+      SCOPED_TRACE(name + (crc ? " with CRC errors" : " on probes alone"));
+      Fabric f;
+      Script s(f);
+      const DirLinkId bad = f.dl(name);
+      s.mesh.loss[bad] = 0.04;
+      s.mesh.one_way = true;
+      s.mesh.path_known = [](PortId, PortId, size_t) { return false; };
+      if (crc) {
+        s.tweak = [&](double, PortId p, testing::Counters& c) {
+          if (p == f.t.dirDstPort(bad)) c.crc += 500;
+        };
+      }
+      Report r = runEngine(f.t, s.build(300));
+      expectContract(f.t, r);
+      auto pos = localized(r);
+      if (!crc) {
+        EXPECT_TRUE(pos.empty()) << describe(f.t, r);
+        ASSERT_FALSE(r.incidents.empty());
+        const Incident& group = r.incidents.front();
+        EXPECT_EQ(f.t.dirLinkName(group.link), name);
+        EXPECT_FALSE(group.localized_at.has_value());
+        EXPECT_LE(group.confidence, 0.5);
+        ASSERT_EQ(group.candidates.size(), 1u);
+        EXPECT_EQ(group.candidates[0].node, f.node("host3"));
+        continue;
+      }
+      ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+      EXPECT_EQ(f.t.dirLinkName(pos[0].link), name);
+      EXPECT_TRUE(pos[0].isLinkFault());
+      EXPECT_TRUE(pos[0].candidates.empty());
+      EXPECT_FALSE(pos[0].both_directions);
+    }
   }
 }
 
