@@ -200,6 +200,9 @@ int runExplain(const ExplainOptions& o) {
     std::printf("  localized:  %s (%s after opening)\n",
                 clockText(num(inc, "localized_at")).c_str(),
                 durationText(num(inc, "localized_at") - opened).c_str());
+  } else if (const std::string group = candidatesLine(inc); !group.empty()) {
+    std::printf("  localized:  not yet: the evidence fits these as well (an ambiguity group)\n");
+    std::printf("  could be:   %s\n", group.c_str());
   } else {
     std::printf("  localized:  not yet (evidence below paging confidence)\n");
   }

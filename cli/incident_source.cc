@@ -213,6 +213,22 @@ std::string evidenceLine(const json& i) {
   return line;
 }
 
+std::string candidatesLine(const json& i) {
+  auto it = i.find("candidates");
+  if (it == i.end() || !it->is_array()) return "";
+  std::string out;
+  for (const json& c : *it) {
+    if (!c.is_object()) continue;
+    std::string one = c.contains("link") && c["link"].is_string() ? c["link"].get<std::string>()
+                      : c.contains("node") && c["node"].is_string()
+                          ? "host " + c["node"].get<std::string>()
+                          : "";
+    if (one.empty()) continue;
+    out += (out.empty() ? "" : ", ") + one;
+  }
+  return out;
+}
+
 std::string clockText(double t) {
   char buf[48];
   if (t >= 1e9 && t < 1e11) {

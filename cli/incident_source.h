@@ -53,6 +53,9 @@ void sortBySeverity(std::vector<nlohmann::json>& incidents);
 std::string whereInWords(const nlohmann::json& incident);
 // The evidence's summary, or its method, or "-"; one line.
 std::string evidenceLine(const nlohmann::json& incident);
+// An ambiguity group's other members ("leaf2:swp1->h4:eth0, host h4"),
+// empty when the incident has none.
+std::string candidatesLine(const nlohmann::json& incident);
 // A telemetry time for people: UTC date and time when it looks like Unix
 // time (live analyzers), else "t=120.0" (simulations and replays).
 std::string clockText(double t);

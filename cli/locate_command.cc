@@ -77,7 +77,10 @@ void printTable(const IncidentSet& set, bool colour) {
   std::printf("%-9s %-44s %-16s %8s %6s %-16s %s\n", "SEVERITY", "WHERE", "KIND", "LOSS", "CONF",
               "SINCE", "EVIDENCE");
   for (const json& i : set.incidents) {
-    const std::string sev = isLocalized(i) ? severityOf(i) : "suspect";
+    const std::string group = candidatesLine(i);
+    const std::string sev = isLocalized(i)  ? severityOf(i)
+                            : group.empty() ? "suspect"
+                                            : "ambiguous";
     char sev_col[16];
     std::snprintf(sev_col, sizeof sev_col, "%-9s", sev.c_str());
     const char* ansi = sev == "critical" ? "1;31" : sev == "warning" ? "33" : "2";
@@ -93,6 +96,9 @@ void printTable(const IncidentSet& set, bool colour) {
                 whereInWords(i).c_str(), i.value("kind", "?").c_str(), loss.c_str(),
                 numberOr(i, "confidence", "-", 3).c_str(), since.c_str(), evidenceLine(i).c_str(),
                 i.value("id", "?").c_str());
+    if (!group.empty() && !isLocalized(i)) {
+      std::printf("%-9s   or one of: %s (not told apart yet: not paged)\n", "", group.c_str());
+    }
   }
   std::printf(
       "details: netdiag explain <id>; drain advice: netdiag drain-plan --topology T <link>\n");

@@ -98,7 +98,9 @@ struct AnalyzerMetrics::Impl {
   topology::Router router;
 
   // Link faults and suspects (one series per open incident).
-  GaugeSet link_fault, suspect_loss, suspect_confidence, host_unreachable, miscabled_port;
+  // (candidate: the members of ambiguity groups)
+  GaugeSet link_fault, suspect_loss, suspect_confidence, candidate, host_unreachable,
+      miscabled_port;
   GaugeSet drain_safe, drain_width, drain_width_left, drain_info;
   // Degraded links: top N by excess loss over the background.
   GaugeSet degraded_loss, degraded_excess, degraded_probes;
@@ -145,6 +147,10 @@ struct AnalyzerMetrics::Impl {
         suspect_confidence(
             *registry, "netdiag_suspect_link_confidence",
             "Posterior probability (0-1) that the open incident's link explains the evidence."),
+        candidate(*registry, "netdiag_incident_candidate",
+                  "A member of an open incident's ambiguity group (links or hosts the evidence "
+                  "cannot yet tell apart; such an incident does not page): 1 per member, the "
+                  "incident's best candidate included."),
         host_unreachable(
             *registry, "netdiag_host_unreachable",
             "A localized host_unreachable incident (dead host or responder): 1 per incident."),
@@ -403,7 +409,18 @@ struct AnalyzerMetrics::Impl {
       with_incident["kind"] = analyzer::kindName(inc->kind);
       with_incident["incident"] = inc->id;
       if (inc->localized_at && inc->isLinkFault()) link_fault.set(with_incident, 1);
-      with_incident["state"] = inc->localized_at ? "localized" : "open";
+      with_incident["state"] = inc->localized_at         ? "localized"
+                               : inc->candidates.empty() ? "open"
+                                                         : "ambiguous";
+      if (!inc->localized_at && !inc->candidates.empty()) {
+        auto member = [&](const std::string& what) {
+          candidate.set({{"incident", inc->id}, {"candidate", what}}, 1);
+        };
+        member(topo.dirLinkName(inc->link));
+        for (const analyzer::Suspect& c : inc->candidates) {
+          member(c.link != topology::kNone ? topo.dirLinkName(c.link) : topo.node(c.node).name);
+        }
+      }
       suspect_loss.set(with_incident, inc->loss_ratio);
       suspect_confidence.set(with_incident, inc->confidence);
       // Drain advice for the direction named (its link carries both).
@@ -478,10 +495,11 @@ struct AnalyzerMetrics::Impl {
   }
 
   void sweepAll() {
-    for (GaugeSet* g : {&link_fault, &suspect_loss, &suspect_confidence, &host_unreachable,
-                        &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &drain_info,
-                        &degraded_loss, &degraded_excess, &degraded_probes, &agent_last_seen,
-                        &agent_connected, &agent_batches, &agent_records}) {
+    for (GaugeSet* g :
+         {&link_fault, &candidate, &suspect_loss, &suspect_confidence, &host_unreachable,
+          &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &drain_info,
+          &degraded_loss, &degraded_excess, &degraded_probes, &agent_last_seen, &agent_connected,
+          &agent_batches, &agent_records}) {
       g->sweep();
     }
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -173,3 +174,52 @@ TEST_F(LocateCliTest, AsksTheAnalyzerOverHttp) {
 }
 
 }  // namespace
+
+// Loss on every flow into one single-NIC host, with no path discovery: its
+// access link and the host itself fit the evidence alike, so the incident
+// is an ambiguity group. locate shows it (not paged, exit 0), explain names
+// the members, and --json keeps localized_at null with a `candidates` list.
+TEST_F(LocateCliTest, AnAmbiguityGroupIsShownAndNotPaged) {
+  ASSERT_EQ(run("topo generate leaf-spine --spines 2 --leaves 2 --hosts-per-leaf 2 "
+                "--no-addresses -o " +
+                path("small.yaml"))
+                .code,
+            0);
+  std::ofstream log(path("group.jsonl"));
+  const char* ports[] = {"host1:eth0", "host2:eth0", "host3:eth0", "host4:eth0"};
+  for (int w = 1; w <= 60; ++w) {
+    for (const char* src : ports) {
+      for (const char* dst : ports) {
+        if (std::string(src) == dst) continue;
+        for (int flow = 0; flow < 4; ++flow) {
+          const int lost = std::string(dst) == "host3:eth0" && (w + flow) % 2 == 0 ? 2 : 0;
+          log << R"({"t":)" << 5 * w << R"(,"kind":"probe","src":")" << src << R"(","dst":")" << dst
+              << R"(","flow":)" << 40000 + flow << R"(,"sent":50,"lost":)" << lost
+              << R"(,"lost_fwd":)" << lost << R"(,"lost_rev":0,"rtt_us_p50":10})" << '\n';
+        }
+      }
+    }
+  }
+  log.close();
+  Outcome r = run("replay --topology " + path("small.yaml") + " --telemetry " +
+                  path("group.jsonl") + " --db " + db());
+  ASSERT_NE(r.code, 2) << r.err;
+
+  r = run("locate --db " + db() + " --json");
+  EXPECT_EQ(r.code, 0) << r.out;  // nothing localized
+  json j = json::parse(r.out);
+  ASSERT_FALSE(j["incidents"].empty()) << r.out;
+  const json& group = j["incidents"][0];
+  EXPECT_EQ(group["link"], "leaf2:swp1->host3:eth0");
+  EXPECT_TRUE(group["localized_at"].is_null());
+  ASSERT_TRUE(group["candidates"].is_array()) << group.dump();
+  EXPECT_EQ(group["candidates"][0], (json{{"node", "host3"}}));
+  EXPECT_LE(group["confidence"].get<double>(), 0.5);
+
+  r = run("locate --db " + db());
+  EXPECT_THAT(r.out, HasSubstr("ambiguous"));
+  EXPECT_THAT(r.out, HasSubstr("or one of: host host3"));
+  r = run("explain " + group["id"].get<std::string>() + " --db " + db());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("could be:   host host3"));
+}

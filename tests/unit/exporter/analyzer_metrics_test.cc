@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -289,6 +290,31 @@ TEST_F(AnalyzerMetricsTest, PromtoolAcceptsTheExposition) {
   std::filesystem::remove_all(dir);
   EXPECT_EQ(rc, 0) << msg;
   EXPECT_EQ(msg, "") << "promtool lint findings";
+}
+
+}  // namespace
+}  // namespace netdiag::exporter
+
+namespace netdiag::exporter {
+namespace {
+
+// An access link of a single-NIC host, lossy with no path discovery: an
+// ambiguity group {link, host}. No netdiag_link_fault; the incident's state
+// is "ambiguous" and each member has a netdiag_incident_candidate series.
+TEST_F(AnalyzerMetricsTest, AnAmbiguityGroupExportsItsMembersAndNoFault) {
+  const topology::DirLinkId bad = fabric.dl("leaf2:swp1->host3:eth0");
+  mesh.loss[bad] = 0.04;
+  mesh.one_way = true;
+  mesh.path_known = [](topology::PortId, topology::PortId, size_t) { return false; };
+  run(0, 200);
+  auto all = parse(text());
+  EXPECT_TRUE(find(all, "netdiag_link_fault").empty());
+  EXPECT_FALSE(find(all, "netdiag_suspect_link_confidence", {{"state", "ambiguous"}}).empty());
+  auto members = find(all, "netdiag_incident_candidate");
+  std::set<std::string> names;
+  for (const Sample& s : members) names.insert(s.labels.at("candidate"));
+  EXPECT_TRUE(names.contains("leaf2:swp1->host3:eth0")) << text();
+  EXPECT_TRUE(names.contains("host3")) << text();
 }
 
 }  // namespace
