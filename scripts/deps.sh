@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  g++ cmake ninja-build pkg-config ccache
+  g++ cmake ninja-build pkg-config ccache clang-format-14
   # libraries (see docs/architecture.md for who uses what)
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
   prometheus-cpp-dev libcpp-httplib-dev
