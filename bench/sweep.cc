@@ -453,7 +453,7 @@ int runSweep(const SweepOptions& o) {
     std::fprintf(stderr, "accuracy: --sweep takes ci or full, got '%s'\n", o.mode.c_str());
     return 2;
   }
-  const int draws = o.draws > 0 ? o.draws : full ? 6000 : 400;
+  const int draws = o.draws > 0 ? o.draws : full ? 6000 : 300;
   const uint64_t salt = full ? 2 : 1;  // ci and full draw different seeds
   std::vector<Draw> jobs;
   for (int i = 0; i < draws; ++i) jobs.push_back(makeDraw(static_cast<uint64_t>(i), salt));
