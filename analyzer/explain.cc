@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analyzer/stats.h"
 
@@ -60,6 +61,7 @@ class Explainer {
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
   void accessAmbiguity(Hypothesis& h);
+  void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
 
@@ -353,9 +355,84 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     }
     h.alt_llr = alt;
     if (h.key.kind == Key::kLink) accessAmbiguity(h);
-    h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
     const auto& lists = h.key.kind == Key::kLink ? link_segs_ : node_segs_;
     if (auto it = lists.find(h.key.id); it != lists.end()) h.certain = it->second;
+  }
+  jointUpstream(accepted);
+  for (Hypothesis& h : accepted) h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
+}
+
+// Parsimony across access links: a fabric link that flows of several hosts
+// may have crossed unseen makes all their access links lossy at once, and
+// one fault explains what would otherwise take k (each further fault costs
+// ln M of prior). When one upstream link explains the flow-windows of k
+// accepted access links about as well as they do together, less (k - 1)
+// ln M, it joins each of their groups.
+void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
+  auto isAccess = [&](DirLinkId d) {
+    return topo_.node(topo_.dirDstNode(d)).isHost() || topo_.node(topo_.dirSrcNode(d)).isHost();
+  };
+  std::vector<size_t> access;
+  for (size_t j = 0; j < accepted.size(); ++j) {
+    const Key& k = accepted[j].key;
+    if (k.kind == Key::kLink && isAccess(k.id) && !ev_.countersImplicate(k.id) &&
+        link_segs_.contains(k.id)) {
+      access.push_back(j);
+    }
+  }
+  if (access.size() < 2) return;
+  // Upstream links by the losses they could explain across these access
+  // links, and which access links each could explain.
+  std::unordered_map<DirLinkId, std::pair<double, std::vector<size_t>>> by_upstream;
+  for (size_t j : access) {
+    for (uint32_t i : link_segs_.at(accepted[j].key.id)) {
+      for (const Middle& m : segs_[i].middle) {
+        if (m.known()) continue;
+        for (auto [link, share] : ev_.shares().linksOn(m.from, m.to)) {
+          auto& [w, js] = by_upstream[link];
+          w += share * unexplained0_[i] * segs_[i].k;
+          if (js.empty() || js.back() != j) js.push_back(j);
+        }
+      }
+    }
+  }
+  // The few that could explain the most, of those shared by two or more.
+  constexpr size_t kMaxShared = 8;
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (const auto& [u, entry] : by_upstream) {
+    if (entry.second.size() >= 2) ranked.emplace_back(-entry.first, u);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  if (ranked.size() > kMaxShared) ranked.resize(kMaxShared);
+  for (const auto& [neg_weight, u] : ranked) {
+    const std::vector<size_t>& js = by_upstream.at(u).second;
+    std::vector<uint32_t> all;
+    double n_all = 0, own = 0;
+    for (size_t j : js) {
+      const auto& segs = link_segs_.at(accepted[j].key.id);
+      all.insert(all.end(), segs.begin(), segs.end());
+      n_all += accepted[j].evidence.n;
+      own += windowLlr(segs, accepted[j].evidence.n, std::nullopt);
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    const double extra_faults = static_cast<double>(js.size() - 1) * log_m_;
+    const double l = windowLlr(all, n_all, u);
+    if (l < own - extra_faults - std::log(99.0)) continue;
+    for (size_t j : js) {
+      Hypothesis& h = accepted[j];
+      if (std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, u}) !=
+          h.candidates.end()) {
+        continue;
+      }
+      h.candidates.push_back({Key::kLink, u});
+      h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
+      if (h.alt_name.empty() || h.candidates.size() == 1) {
+        h.alt_name =
+            "one link upstream of several hosts' access links, on stretches of their "
+            "paths that discovery did not see";
+      }
+    }
   }
 }
 
