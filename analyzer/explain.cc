@@ -440,8 +440,9 @@ void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
 // flow-windows `segs` (the lossy ones; `n_all` probes in all, the clean
 // ones being the rest) under "link `via` loses x": a lossy window crossed
 // it with the ECMP share of its unseen stretch (or for certain when `via`
-// is unset: the link they all crossed). Clean windows are charged at the
-// smallest share seen, which favours `via` (so ties go to ambiguity).
+// is unset: the link they all crossed). Clean windows, of the lossy ones'
+// mean size, are a mixture too, at the smallest share seen, which favours
+// `via` (so ties go to ambiguity).
 double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
                             std::optional<DirLinkId> via) const {
   struct W {
@@ -463,6 +464,8 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
     n_lossy += part * seg.n;
   }
   const double n_clean = std::max(0.0, n_all - n_lossy);
+  const double n_window = ws.empty() ? 1 : std::max(1.0, n_lossy / static_cast<double>(ws.size()));
+  const double clean_windows = n_clean / n_window;
   const double q_clean = ev_.background().one_way;
   double best = 0;
   for (double x = 1e-4; x < 1; x *= 1.25) {
@@ -474,7 +477,11 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
       l += log_r > 0 ? log_r + std::log(w.s + (1 - w.s) * std::exp(-log_r))
                      : std::log1p(w.s * std::expm1(log_r));
     }
-    l += s_min * n_clean * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
+    // Clean windows of the typical size: each crossed `via` with its share
+    // and then lost nothing, or did not cross it.
+    const double log_clean =
+        n_window * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
+    l += clean_windows * std::log1p(s_min * std::expm1(log_clean));
     best = std::max(best, l);
   }
   return best;

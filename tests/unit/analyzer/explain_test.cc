@@ -74,5 +74,30 @@ TEST(Explain, ClaimedSegmentsCountForTheirOwnerOnly) {
   EXPECT_EQ(again[0].key, hs[0].key);
 }
 
+// No path discovery and a lossy spine->leaf direction: the hosts behind the
+// leaf see loss on their incoming flows, for certain on their access links.
+// Each such access link is grouped with the upstream link that explains
+// them together (and with its host): nothing is certain enough to page.
+TEST(Explain, WithoutPathsAFabricFaultMakesAccessLinksAGroupNotAPage) {
+  Fabric f(2, 4, 2);
+  Mesh mesh(f);
+  const DirLinkId bad = f.between(f.spines[0], f.leaves[1]);
+  mesh.loss[bad] = 0.04;
+  mesh.one_way = true;
+  mesh.path_known = [](PortId, PortId, size_t) { return false; };
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  ASSERT_FALSE(hs.empty());
+  for (const Hypothesis& h : hs) {
+    SCOPED_TRACE(f.t.dirLinkName(h.key.id));
+    EXPECT_FALSE(h.candidates.empty());
+    EXPECT_LE(h.confidence, 0.5);
+    const bool names_bad = std::find(h.candidates.begin(), h.candidates.end(),
+                                     Key{Key::kLink, bad}) != h.candidates.end();
+    EXPECT_TRUE(names_bad || (h.key == Key{Key::kLink, bad}));
+  }
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
