@@ -508,7 +508,10 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   const PortId host_port = into_host ? topo_.dirDstPort(d) : topo_.dirSrcPort(d);
   const NodeId host = topo_.port(host_port).node;
   const double q = std::clamp(c.q0, 1e-9, 0.5);
-  const double x = std::clamp(c.loss, 1e-9, 1 - q - 1e-9);
+  // The rate over the long horizon, as the host's other ports' tallies are:
+  // a host that turned busy 30 s ago has its short-horizon rate on every
+  // port, diluted alike over the long one.
+  const double x = std::clamp(c.n > 0 ? c.k / c.n - q : 0.0, 1e-9, 1 - q - 1e-9);
 
   // The host's other ports under the host-side hypothesis lose at q + x:
   // the log-likelihood ratio of what they saw, negative when they are clean.
