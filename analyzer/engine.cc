@@ -128,7 +128,7 @@ struct Engine::Impl {
                    {"carrier_changes", carrier}};
     if (carrier >= FabricEvidence::kFlapChanges) return IncidentKind::kLinkFlap;
     if (evidence.reportedDown(Topology::linkOf(d))) return IncidentKind::kLinkDown;
-    if (err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6) return IncidentKind::kLinkCorruption;
+    if (evidence.rxErrorsImplicate(d)) return IncidentKind::kLinkCorruption;
     if (drops.n > 0 && drops.k / drops.n >= std::max(1e-4, 0.2 * c.loss)) {
       return IncidentKind::kCongestion;
     }

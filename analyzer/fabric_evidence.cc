@@ -180,10 +180,13 @@ Tally FabricEvidence::sentFrom(PortId host_port) const {
   return slot == kNone ? Tally{} : from_port_.total(3 * size_t{slot});
 }
 
-bool FabricEvidence::countersImplicate(DirLinkId d) const {
+bool FabricEvidence::rxErrorsImplicate(DirLinkId d) const {
   const Tally err = counters_.rxErrors(topo_.dirDstPort(d));
-  return (err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6) ||
-         carrierChanges(Topology::linkOf(d)) >= 1;
+  return err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6;
+}
+
+bool FabricEvidence::countersImplicate(DirLinkId d) const {
+  return rxErrorsImplicate(d) || carrierChanges(Topology::linkOf(d)) >= 1;
 }
 
 double FabricEvidence::nullRate(double n, double n_rt) const {

@@ -68,6 +68,9 @@ class FabricEvidence {
 
   // Probes a host port sent and their losses, over the horizon.
   Tally sentFrom(topology::PortId host_port) const;
+  // Receive errors at the far end of a directed link: at least 10, and at
+  // least 1e-6 of the packets received there, over the horizon.
+  bool rxErrorsImplicate(topology::DirLinkId d) const;
   // Whether the counters on a directed link implicate it by themselves:
   // receive errors at its far end, or a carrier change within the horizon.
   bool countersImplicate(topology::DirLinkId d) const;
