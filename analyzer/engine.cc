@@ -1,6 +1,7 @@
 #include "analyzer/engine.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "analyzer/explain.h"
 #include "analyzer/fabric_evidence.h"
@@ -40,7 +41,7 @@ struct Engine::Impl {
       : topo(t),
         cfg(c),
         evidence(t, {c.bucket_s, c.horizon_s, c.expected_flows}),
-        incidents(c.resolve_after_s) {}
+        incidents(c.resolve_after_s, c.horizon_s) {}
 
   // Passes run at boundaries B = k * pass_interval_s of telemetry time, each
   // labeled B and run before the first record later than B is ingested, so
@@ -71,8 +72,14 @@ struct Engine::Impl {
     ++stats.passes;
     evidence.advanceTo(now);
     incidents.beginPass();
-    for (const Hypothesis& h : explainLosses(evidence, {cfg.min_loss})) {
-      if (incidents.observe(h.key, lossFinding(h), now)) {
+    const ExplainConfig explain{
+        cfg.min_loss, static_cast<size_t>(std::llround(cfg.short_horizon_s / cfg.bucket_s))};
+    for (const Hypothesis& h : explainLosses(evidence, explain)) {
+      Finding f = lossFinding(h);
+      if (auto paged = incidents.pagedLoss(h.key, now)) {
+        f.recovering = recentlyBelow(evidence, h.key, *paged);
+      }
+      if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));
       }
     }
@@ -112,6 +119,7 @@ struct Engine::Impl {
     }
     f.confidence = h.confidence;
     f.loss_ratio = c.loss;
+    f.loss_interval = h.loss_interval;
     const bool strong = h.confidence >= cfg.page_confidence && c.segments >= kMinLossySegments;
     f.strength = strong ? Finding::Strength::kStrong : Finding::Strength::kWeak;
     return f;
@@ -231,6 +239,37 @@ struct Engine::Impl {
     }
   }
 };
+
+std::vector<std::string> validate(const EngineConfig& c) {
+  std::vector<std::string> out;
+  auto positive = [&out](double v, const char* what) {
+    if (!(std::isfinite(v) && v > 0))
+      out.push_back(std::string(what) + " must be a positive number");
+    return std::isfinite(v) && v > 0;
+  };
+  if (positive(c.bucket_s, "bucket width") && positive(c.horizon_s, "horizon") &&
+      positive(c.short_horizon_s, "short horizon")) {
+    const double buckets = c.horizon_s / c.bucket_s, short_buckets = c.short_horizon_s / c.bucket_s;
+    auto whole = [](double v) { return std::abs(v - std::round(v)) < 1e-9 * std::max(1.0, v); };
+    char width[32];
+    std::snprintf(width, sizeof width, "%g", c.bucket_s);
+    if (!whole(buckets) || buckets < 2 || buckets > 100000) {
+      out.push_back(std::string("horizon must be 2 to 100000 buckets of ") + width + " s");
+    }
+    if (!whole(short_buckets) || short_buckets < 1 || c.short_horizon_s > c.horizon_s) {
+      out.push_back(std::string("short horizon must be a whole number of ") + width +
+                    " s buckets, no longer than the horizon");
+    }
+  }
+  positive(c.pass_interval_s, "pass interval");
+  if (!(std::isfinite(c.resolve_after_s) && c.resolve_after_s >= 0)) {
+    out.push_back("resolve-after must be a number of seconds >= 0");
+  }
+  if (!(c.page_confidence > 0.5 && c.page_confidence < 1)) {
+    out.push_back("paging confidence must be between 0.5 and 1");
+  }
+  return out;
+}
 
 Engine::Engine(const Topology& topo, EngineConfig config)
     : impl_(std::make_unique<Impl>(topo, config)) {}

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "analyzer/incident.h"
 #include "telemetry/record.h"
@@ -24,7 +26,8 @@ namespace netdiag::analyzer {
 
 struct EngineConfig {
   double bucket_s = 5;            // evidence is kept in buckets of this width
-  double horizon_s = 180;         // how far back evidence counts
+  double horizon_s = 180;         // how far back evidence counts (the long horizon)
+  double short_horizon_s = 30;    // the fast one, for faults that just began
   double pass_interval_s = 5;     // decisions every this many seconds of log time
   double late_tolerance_s = 30;   // records this late still count as in order
   double page_confidence = 0.99;  // localize (page) at or above this posterior
@@ -32,6 +35,9 @@ struct EngineConfig {
   double resolve_after_s = 60;    // clean this long before an incident resolves
   size_t expected_flows = 0;      // sizes the path memory up front (0: grow as seen)
 };
+
+// What is wrong with a configuration, one line each (empty: usable).
+std::vector<std::string> validate(const EngineConfig& config);
 
 struct IngestStats {
   uint64_t probes = 0, ports = 0, lldp = 0;

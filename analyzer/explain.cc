@@ -21,6 +21,10 @@ constexpr size_t kMaxBackwardChecks = 16;
 
 using SegmentLists = std::unordered_map<uint32_t, std::vector<uint32_t>>;
 
+struct RoundTrips {
+  double n, k, ns, ks;
+};
+
 class Explainer {
  public:
   Explainer(const FabricEvidence& ev, const ExplainConfig& cfg)
@@ -30,9 +34,10 @@ class Explainer {
         segs_(ev.lossy().segments()),
         open_llr_(openLlr(topo_)),
         log_m_(logHypotheses(topo_)),
-        log_short_windows_(std::log(static_cast<double>(ev.buckets()) / kShortBuckets)),
+        short_buckets_(std::clamp<size_t>(cfg.short_buckets, 1, ev.buckets())),
+        log_short_windows_(std::log(static_cast<double>(ev.buckets()) / short_buckets_)),
         short_from_((static_cast<double>(ev.links().newestBucket()) -
-                     static_cast<double>(kShortBuckets) + 1) *
+                     static_cast<double>(short_buckets_) + 1) *
                     ev.bucketWidth()),
         unexplained_(segs_.size(), 1.0) {}
 
@@ -40,6 +45,7 @@ class Explainer {
 
  private:
   double llrOf(double n, double k, double n_rt, double k_rt, double* added) const;
+  std::pair<double, double> lossInterval(const Candidate& c) const;
   void score(Candidate& c) const;
   const Candidate& fresh(Candidate& c) const {
     if (c.stale) {
@@ -69,7 +75,9 @@ class Explainer {
   const Topology& topo_;
   ExplainConfig cfg_;
   const std::deque<LossySegment>& segs_;
-  const double open_llr_, log_m_, log_short_windows_, short_from_;
+  const double open_llr_, log_m_;
+  const size_t short_buckets_;
+  const double log_short_windows_, short_from_;
   std::unordered_map<uint32_t, Candidate> link_c_, node_c_;
   SegmentLists link_segs_, node_segs_;
   // Each lossy segment keeps the share of its losses not yet explained.
@@ -89,11 +97,14 @@ double Explainer::llrOf(double n, double k, double n_rt, double k_rt, double* ad
   return twoClassLlr(n1, k1, b.one_way, n_rt, k_rt, b.round_trip, added);
 }
 
-void Explainer::score(Candidate& c) const {
-  // Probes to a host are whole round trips, whatever the records carried.
+// Probes to a host are whole round trips, whatever the records carried.
+RoundTrips roundTrips(const Candidate& c) {
   auto rt = [&c](double all, double round_trips) { return c.host ? all : round_trips; };
-  const double n_rt = rt(c.n, c.n_rt), k_rt = rt(c.k, c.k_rt);
-  const double ns_rt = rt(c.ns, c.ns_rt), ks_rt = rt(c.ks, c.ks_rt);
+  return {rt(c.n, c.n_rt), rt(c.k, c.k_rt), rt(c.ns, c.ns_rt), rt(c.ks, c.ks_rt)};
+}
+
+void Explainer::score(Candidate& c) const {
+  const auto [n_rt, k_rt, ns_rt, ks_rt] = roundTrips(c);
   // Two horizons tested, with half the prior each; the short one is tested
   // on every one of the windows that fit in the long one (a scan
   // statistic), so each short window gets that share of its half.
@@ -102,8 +113,20 @@ void Explainer::score(Candidate& c) const {
   const double l_short = llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short) - log_short_windows_;
   c.llr = std::max(l_long, l_short) - std::log(2.0);
   const bool short_wins = l_short > l_long;
+  c.short_horizon = short_wins;
   c.q0 = short_wins ? ev_.nullRate(c.ns, ns_rt) : ev_.nullRate(c.n, n_rt);
   c.loss = short_wins ? x_short : x_long;
+}
+
+// On the horizon the candidate was scored on, split as llrOf splits it.
+std::pair<double, double> Explainer::lossInterval(const Candidate& c) const {
+  const auto [n_rt, k_rt, ns_rt, ks_rt] = roundTrips(c);
+  double n = c.n, k = c.k, nr = n_rt, kr = k_rt;
+  if (c.short_horizon) n = c.ns, k = c.ks, nr = ns_rt, kr = ks_rt;
+  const double n1 = std::max(0.0, n - nr), k1 = std::clamp(k - kr, 0.0, n1);
+  nr = std::max(0.0, nr), kr = std::clamp(kr, 0.0, nr);
+  const Background& b = ev_.background();
+  return twoClassInterval(c.loss, n1, k1, b.one_way, nr, kr, b.round_trip);
 }
 
 // Candidates: every link and host with a loss in the horizon.
@@ -116,10 +139,10 @@ void Explainer::collectCandidates() {
   const BucketedTallies* rt = ev_.linksRoundTrip();
   for (auto& [d, list] : link_segs_) {
     Candidate c;
-    Tally t = ev_.links().total(d), s = ev_.links().recent(d, kShortBuckets);
+    Tally t = ev_.links().total(d), s = ev_.links().recent(d, short_buckets_);
     c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
     if (rt) {
-      Tally r = rt->total(d), rs = rt->recent(d, kShortBuckets);
+      Tally r = rt->total(d), rs = rt->recent(d, short_buckets_);
       c.n_rt = r.n, c.k_rt = r.k, c.ns_rt = rs.n, c.ks_rt = rs.k;
     }
     c.segments = static_cast<int>(list.size());
@@ -129,7 +152,7 @@ void Explainer::collectCandidates() {
   for (auto& [n, list] : node_segs_) {
     if (!topo_.node(n).isHost()) continue;
     Candidate c;
-    Tally t = ev_.toNode().total(n), s = ev_.toNode().recent(n, kShortBuckets);
+    Tally t = ev_.toNode().total(n), s = ev_.toNode().recent(n, short_buckets_);
     c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
     c.host = true;
     c.segments = static_cast<int>(list.size());
@@ -359,7 +382,10 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     if (auto it = lists.find(h.key.id); it != lists.end()) h.certain = it->second;
   }
   jointUpstream(accepted);
-  for (Hypothesis& h : accepted) h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
+  for (Hypothesis& h : accepted) {
+    h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
+    h.loss_interval = lossInterval(h.evidence);
+  }
 }
 
 // Parsimony across access links: a fabric link that flows of several hosts
@@ -586,6 +612,25 @@ double openLlr(const Topology& topo) { return std::max(kOpenLlr, logHypotheses(t
 
 std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg) {
   return Explainer(ev, cfg).run();
+}
+
+bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x) {
+  if (key.kind == Key::kPorts || x <= 0) return false;
+  const bool link = key.kind == Key::kLink;
+  const BucketedTallies& all = link ? ev.links() : ev.toNode();
+  const BucketedTallies* rt = link ? ev.linksRoundTrip() : &ev.toNode();
+  const Background& b = ev.background();
+  const double bar = std::log(99.0) + std::log(static_cast<double>(ev.buckets()));
+  for (size_t m = 1; m <= ev.buckets(); ++m) {
+    const Tally t = all.recent(key.id, m);
+    const Tally r = rt ? rt->recent(key.id, m) : Tally{};
+    const double n1 = std::max(0.0, t.n - r.n), k1 = std::clamp(t.k - r.k, 0.0, n1);
+    double x_hat = 0;
+    const double best = twoClassLlr(n1, k1, b.one_way, r.n, r.k, b.round_trip, &x_hat);
+    if (x_hat >= x) continue;
+    if (best - twoClassLlrAt(x, n1, k1, b.one_way, r.n, r.k, b.round_trip) >= bar) return true;
+  }
+  return false;
 }
 
 double blackholeShare(const FabricEvidence& ev, DirLinkId d) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/fabric_evidence.h"
@@ -39,7 +40,8 @@ struct Candidate {
   double q0 = 0;  // background of these probes (pooled)
   double llr = 0;
   double loss = 0;
-  int segments = 0;  // lossy segments still unexplained
+  bool short_horizon = false;  // llr and loss are the short horizon's
+  int segments = 0;            // lossy segments still unexplained
   bool accepted = false;
   bool stale = false;  // evidence changed since it was scored
 
@@ -51,7 +53,9 @@ struct Hypothesis {
   Key key;
   Candidate evidence;
   double confidence = 0;  // posterior, against `alt` and the prior
-  std::string alt_name;   // the strongest competing explanation, if any
+  // A 90 % interval for evidence.loss (profile likelihood, same horizon).
+  std::pair<double, double> loss_interval{0, 0};
+  std::string alt_name;  // the strongest competing explanation, if any
   double alt_llr = 0;
   std::vector<uint32_t> certain;  // lossy segments certainly explained by it
   // Explanations the evidence cannot tell from this one (an ambiguity
@@ -61,7 +65,8 @@ struct Hypothesis {
 };
 
 struct ExplainConfig {
-  double min_loss = 3e-4;  // smallest loss ratio worth a link hypothesis
+  double min_loss = 3e-4;    // smallest loss ratio worth a link hypothesis
+  size_t short_buckets = 6;  // the fast horizon, in buckets (at most the horizon)
 };
 
 // Counts of the explanation's thresholds (nats of log-likelihood ratio).
@@ -69,7 +74,6 @@ struct ExplainConfig {
 // M > e^8 hypotheses (from there on it is at least as likely as not with
 // the prior of one fault among M).
 constexpr double kOpenLlr = 8;
-constexpr size_t kShortBuckets = 6;  // the fast horizon, in buckets
 constexpr int kMinLossySegments = 3;
 // A host is "unreachable" only when most probes to it die; a few extra
 // losses on its flows are a link's business.
@@ -85,6 +89,12 @@ double logHypotheses(const topology::Topology& topo);
 // from the counters); segments claimed by a paged hypothesis count for
 // their owner only.
 std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg);
+
+// Whether the newest stretch of the evidence (the last m buckets, for some
+// m up to the horizon) rejects loss `x` on the hypothesis's link or host:
+// the fault it paged for has gone, though the horizon still remembers it.
+// The bar is ln 99 plus ln of the stretches tried.
+bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x);
 
 // Share of a link's lossy segments that lost every probe: near 1 for a
 // partial blackhole (some flows dead, others clean), low for random loss.

@@ -202,9 +202,20 @@ json incidentToJson(const topology::Topology& topo, const Incident& i) {
   j["resolved_at"] = orNull(i.resolved_at);
   j["confidence"] = i.confidence;
   j["loss_ratio"] = i.loss_ratio;
+  if (i.loss_interval) j["loss_interval"] = {i.loss_interval->first, i.loss_interval->second};
   j["evidence"] = evidenceToJson(i.evidence);
   if (!i.candidates.empty()) j["candidates"] = candidatesToJson(topo, i.candidates);
   return j;
+}
+
+std::optional<std::pair<double, double>> lossIntervalFromJson(const json& incident) {
+  auto it = incident.find("loss_interval");
+  if (it == incident.end() || !it->is_array() || it->size() != 2) return std::nullopt;
+  const json &lo = (*it)[0], &hi = (*it)[1];
+  if (!lo.is_number() || !hi.is_number()) return std::nullopt;
+  const double a = lo.get<double>(), b = hi.get<double>();
+  if (!(a >= 0 && a <= b && b <= 1)) return std::nullopt;
+  return std::pair{a, b};
 }
 
 json reportToJson(const topology::Topology& topo, const Report& report) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -98,6 +99,8 @@ struct Incident {
   std::optional<double> resolved_at;
   double confidence = 0;  // posterior probability that this explanation is right
   double loss_ratio = 0;  // estimated loss on the link (or of probes to the node)
+  // A 90 % interval for loss_ratio, where the estimate is statistical.
+  std::optional<std::pair<double, double>> loss_interval;
   Evidence evidence;
   // The other explanations the evidence cannot yet tell from this one
   // (`link`, or `node`, is the best of the group). While it is not empty the
@@ -117,6 +120,9 @@ struct Report {
 nlohmann::json candidatesToJson(const topology::Topology& topo,
                                 const std::vector<Suspect>& candidates);
 std::vector<Suspect> candidatesFromJson(const topology::Topology& topo, const nlohmann::json& j);
+
+// The `loss_interval` of an incident's JSON: [lo, hi] with 0 <= lo <= hi <= 1.
+std::optional<std::pair<double, double>> lossIntervalFromJson(const nlohmann::json& incident);
 
 // formats.md §3.
 nlohmann::json incidentToJson(const topology::Topology& topo, const Incident& incident);

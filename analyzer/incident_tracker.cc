@@ -30,9 +30,11 @@ void IncidentTracker::notify(const Incident& i) {
 bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   seen_.insert(key);
   const bool fresh = !tracked_.contains(key) || !tracked_.at(key).open;
+  // What the horizon remembers of a fault that resolved is not a new one.
+  if (fresh && f.recovering) return false;
   Tracked& t = track(key, now);
   Incident& inc = t.incident;
-  t.last_bad = now;
+  if (!f.recovering) t.last_bad = now;
   bool changed =
       fresh || inc.kind != f.kind || inc.ports != f.ports || inc.candidates != f.candidates;
   inc.kind = f.kind;
@@ -40,7 +42,10 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   inc.both_directions = inc.both_directions || f.both_directions;
   // Once localized, an incident keeps the confidence it paged at.
   inc.confidence = std::max(inc.localized_at ? inc.confidence : 0.0, f.confidence);
-  if (f.loss_ratio) inc.loss_ratio = *f.loss_ratio;
+  if (f.loss_ratio && !f.recovering) {  // (the horizon dilutes a gone fault's rate)
+    inc.loss_ratio = *f.loss_ratio;
+    inc.loss_interval = f.loss_interval;
+  }
   inc.evidence = f.evidence;
   inc.candidates = f.candidates;
   using S = Finding::Strength;
@@ -49,10 +54,21 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   const bool localize = !weak && (f.strength == S::kCertain || t.strong_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
+    t.paged_loss = inc.loss_ratio;
     changed = true;
   }
   if (changed) notify(inc);
   return inc.localized_at.has_value();
+}
+
+std::optional<double> IncidentTracker::pagedLoss(const Key& key, double now) const {
+  auto it = tracked_.find(key);
+  if (it == tracked_.end() || !it->second.incident.localized_at) return std::nullopt;
+  const Tracked& t = it->second;
+  if (!t.open && !(t.incident.resolved_at && now - *t.incident.resolved_at < horizon_s_)) {
+    return std::nullopt;
+  }
+  return t.paged_loss;
 }
 
 void IncidentTracker::endPass(double now) {
@@ -61,8 +77,8 @@ void IncidentTracker::endPass(double now) {
       t.restored = false;
       if (!seen_.contains(key)) t.last_bad = now;
     }
-    if (!t.open || seen_.contains(key)) continue;
-    t.strong_passes = 0;
+    if (!t.open) continue;
+    if (!seen_.contains(key)) t.strong_passes = 0;
     if (now - t.last_bad >= resolve_after_s_) {
       t.open = false;
       t.incident.resolved_at = now;
@@ -88,6 +104,7 @@ void IncidentTracker::restore(const topology::Topology& topo,
     t.incident = i;
     t.last_bad = i.localized_at.value_or(i.opened_at);
     t.restored = true;
+    t.paged_loss = i.loss_ratio;
     tracked_.emplace(key, t);
   }
 }

@@ -23,11 +23,15 @@ namespace netdiag::analyzer {
 struct Finding {
   IncidentKind kind = IncidentKind::kUnknown;
   double confidence = 0;
-  std::optional<double> loss_ratio;  // unset: keep the incident's
+  std::optional<double> loss_ratio;                        // unset: keep the incident's
+  std::optional<std::pair<double, double>> loss_interval;  // with loss_ratio
   Evidence evidence;
   bool both_directions = false;
   std::vector<PortId> ports;        // miscabling
   std::vector<Suspect> candidates;  // an ambiguity group: never pages
+  // The recent evidence rejects the rate the incident paged at: what the
+  // horizon still sees is the past, so the resolve clock runs.
+  bool recovering = false;
   // How it pages: after two strong passes in a row (statistical evidence),
   // at once (counters and LLDP say so for certain), or not this pass.
   enum class Strength : uint8_t { kWeak, kStrong, kCertain } strength = Strength::kWeak;
@@ -35,12 +39,18 @@ struct Finding {
 
 class IncidentTracker {
  public:
-  explicit IncidentTracker(double resolve_after_s) : resolve_after_s_(resolve_after_s) {}
+  // horizon_s: how long the evidence remembers a fault that has gone.
+  IncidentTracker(double resolve_after_s, double horizon_s)
+      : resolve_after_s_(resolve_after_s), horizon_s_(horizon_s) {}
 
   void beginPass() { seen_.clear(); }
   // Records this pass's finding for `key`; true when its incident is localized.
   bool observe(const Key& key, const Finding& finding, double now);
   bool seen(const Key& key) const { return seen_.contains(key); }
+  // The loss ratio the incident of `key` paged at, while that is what
+  // recovery must rule out: it is open and localized, or it resolved within
+  // the horizon (whose evidence still holds the fault).
+  std::optional<double> pagedLoss(const Key& key, double now) const;
   // Resolves incidents not observed for resolve_after_s.
   void endPass(double now);
 
@@ -58,6 +68,7 @@ class IncidentTracker {
   struct Tracked {
     Incident incident;
     int strong_passes = 0;  // consecutive passes at paging strength
+    double paged_loss = 0;  // loss_ratio when it localized
     double last_bad = 0;
     bool open = true;
     // Restored from an earlier run: its evidence died with that process, so
@@ -68,7 +79,7 @@ class IncidentTracker {
   Tracked& track(const Key& key, double now);
   void notify(const Incident& i);
 
-  double resolve_after_s_;
+  double resolve_after_s_, horizon_s_;
   uint64_t next_id_ = 1;
   std::map<Key, Tracked> tracked_;
   std::vector<Incident> history_;  // closed incidents whose key was reused

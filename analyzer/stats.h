@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 namespace netdiag::analyzer {
 
@@ -18,6 +19,19 @@ inline double binomialLlr(double n, double k, double q0) {
   double llr = k * std::log(x / q0);
   if (n > k) llr += (n - k) * (std::log1p(-x) - std::log1p(-q0));
   return llr;
+}
+
+// The log-likelihood ratio of x added loss against none, for probes of two
+// kinds with backgrounds q1 and q2 (below).
+inline double twoClassLlrAt(double x, double n1, double k1, double q1, double n2, double k2,
+                            double q2) {
+  double l = 0;
+  for (auto [n, k, q] : {std::tuple{n1, k1, q1}, std::tuple{n2, k2, q2}}) {
+    if (n <= 0) continue;
+    if (k > 0) l += k * std::log1p(x / q);
+    if (n > k) l += (n - k) * (std::log1p(-(q + x)) - std::log1p(-q));
+  }
+  return l;
 }
 
 // The same for probes of two kinds with different backgrounds q1 and q2
@@ -45,14 +59,7 @@ inline double twoClassLlr(double n1, double k1, double q1, double n2, double k2,
     }
     return g;
   };
-  auto llr = [&](double x) {
-    double l = 0;
-    for (auto [n, k, q] : {std::tuple{n1, k1, q1}, std::tuple{n2, k2, q2}}) {
-      if (k > 0) l += k * std::log1p(x / q);
-      if (n > k) l += (n - k) * (std::log1p(-(q + x)) - std::log1p(-q));
-    }
-    return l;
-  };
+  auto llr = [&](double x) { return twoClassLlrAt(x, n1, k1, q1, n2, k2, q2); };
   double curve = 0;
   if (slope(0, curve) <= 0) {
     if (added) *added = 0;
@@ -80,6 +87,30 @@ inline double twoClassLlr(double n1, double k1, double q1, double n2, double k2,
   }
   if (added) *added = x;
   return llr(x);
+}
+
+// A 90 % interval for the added loss of twoClassLlr, maximized at x_hat:
+// the x whose log-likelihood lies within kInterval90Nats of the maximum
+// (Wilks: twice the drop is chi-square with one degree of freedom, whose
+// 0.90 quantile is 2.706). The log-likelihood is concave, so each end is
+// found by bisection on its side of x_hat.
+constexpr double kInterval90Nats = 2.706 / 2;
+inline std::pair<double, double> twoClassInterval(double x_hat, double n1, double k1, double q1,
+                                                  double n2, double k2, double q2) {
+  const double top = 1 - std::max(n1 > 0 ? q1 : 0.0, n2 > 0 ? q2 : 0.0) - 1e-12;
+  x_hat = std::clamp(x_hat, 0.0, top);
+  const double bar = twoClassLlrAt(x_hat, n1, k1, q1, n2, k2, q2) - kInterval90Nats;
+  auto inside = [&](double x) { return twoClassLlrAt(x, n1, k1, q1, n2, k2, q2) >= bar; };
+  auto edge = [&](double in, double out) {  // inside(in), !inside(out)
+    for (int i = 0; i < 60 && std::abs(out - in) > 1e-12 + 1e-9 * in; ++i) {
+      const double mid = 0.5 * (in + out);
+      (inside(mid) ? in : out) = mid;
+    }
+    return in;
+  };
+  const double lo = inside(0) ? 0.0 : edge(x_hat, 0.0);
+  const double hi = inside(top) ? top : edge(x_hat, top);
+  return {lo, hi};
 }
 
 // Posterior probability that a hypothesis with log-likelihood ratio `llr`

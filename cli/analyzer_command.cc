@@ -14,6 +14,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/engine_options.h"
 #include "server/daemon.h"
 #include "topology/loader.h"
 
@@ -32,7 +33,7 @@ struct AnalyzerOptions {
   uint32_t responder_port = 7601;
   uint32_t dscp = 0;
   double delay_s = 2;
-  double resolve_after_s = 60;
+  analyzer::EngineConfig engine;
   uint64_t plan_seed = 1;
   std::string tls_cert, tls_key, tls_ca;
 };
@@ -43,6 +44,7 @@ bool isLoopback(const std::string& host) {
 
 int runAnalyzer(const AnalyzerOptions& o) {
   const char* me = "netdiag analyzer: ";
+  if (!checkEngineOptions(o.engine, "analyzer")) return kExitError;
   std::string host;
   int port = 0;
   if (!server::splitHostPort(o.listen, host, port)) {
@@ -80,7 +82,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.live.plan_seed = o.plan_seed;
   d.live.responder_port = o.responder_port;
   d.live.dscp = o.dscp;
-  d.live.engine.resolve_after_s = o.resolve_after_s;
+  d.live.engine = o.engine;
   d.live.db_path = o.db;
   auto log_mu = std::make_shared<std::mutex>();
   d.log = [log_mu](const std::string& message) {
@@ -160,10 +162,7 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "Seconds the engine's clock runs behind the wall clock (agents' delivery delay)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--resolve-after", o->resolve_after_s,
-                  "Seconds clean before an incident resolves")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addEngineOptions(cmd, o->engine);
   cmd->add_option("--plan-seed", o->plan_seed, "Seed of the probe plan's peer choice")
       ->capture_default_str();
   auto* cert =

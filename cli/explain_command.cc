@@ -210,8 +210,14 @@ int runExplain(const ExplainOptions& o) {
     std::printf("  resolved:   %s (lasted %s)\n", clockText(num(inc, "resolved_at")).c_str(),
                 durationText(num(inc, "resolved_at") - opened).c_str());
   }
-  std::printf("  estimate:   loss %s, confidence %s\n", pct(num(inc, "loss_ratio")).c_str(),
-              numberOr(inc, "confidence", "-", 4).c_str());
+  std::string interval;
+  if (auto it = inc.find("loss_interval"); it != inc.end() && it->is_array() && it->size() == 2 &&
+                                           (*it)[0].is_number() && (*it)[1].is_number()) {
+    interval = " (90 % interval " + pct((*it)[0].get<double>()) + " to " +
+               pct((*it)[1].get<double>()) + ")";
+  }
+  std::printf("  estimate:   loss %s%s, confidence %s\n", pct(num(inc, "loss_ratio")).c_str(),
+              interval.c_str(), numberOr(inc, "confidence", "-", 4).c_str());
   printEvidence(inc);
   if (!link.is_null()) printLinkState(link);
   if (plan) std::printf("\nDrain: %s\n", plan->summary.c_str());

@@ -10,6 +10,7 @@
 #include "analyzer/persist.h"
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/engine_options.h"
 #include "cli/output.h"
 #include "store/incident_store.h"
 #include "store/migrations.h"
@@ -25,6 +26,7 @@ struct ReplayOptions {
   bool json = false;
   bool strict = false;
   std::string db;
+  analyzer::EngineConfig engine;
 };
 
 std::string timeText(const std::optional<double>& t) {
@@ -71,7 +73,7 @@ int runReplay(const ReplayOptions& o) {
     }
     in = &file;
   }
-  analyzer::Engine engine(topo);
+  analyzer::Engine engine(topo, o.engine);
   std::optional<store::Database> db;
   if (!o.db.empty()) {
     // A restarted analyzer keeps its incidents: load them, continue, save.
@@ -150,7 +152,10 @@ void addReplayCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--strict", o->strict, "Stop at the first bad line");
   cmd->add_option("--db", o->db,
                   "SQLite file: continue from the incidents saved there, and save them back");
-  cmd->callback([o, &exit_code] { exit_code = runReplay(*o); });
+  addEngineOptions(cmd, o->engine);
+  cmd->callback([o, &exit_code] {
+    exit_code = checkEngineOptions(o->engine, "replay") ? runReplay(*o) : kExitError;
+  });
 }
 
 }  // namespace netdiag::cli

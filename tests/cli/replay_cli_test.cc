@@ -197,4 +197,34 @@ TEST_F(ReplayCliTest, ExitCodeIs0OnTheBaselineAnd1WhileAFaultIsOpen) {
   EXPECT_EQ(run("replay --topology " + topo() + " --telemetry " + path("missing.jsonl")).code, 2);
 }
 
+// The horizons are settings, checked before any work; a localized loss
+// incident states a 90 % interval around its estimate.
+TEST_F(ReplayCliTest, HorizonsAreSettingsAndLossComesWithAnInterval) {
+  simulate("gray_loss.yaml", 240);
+  const std::string log = " --topology " + topo() + " --telemetry " + path("log.jsonl");
+  Outcome bad = run("replay" + log + " --horizon 7");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("horizon must be"));
+  bad = run("replay" + log + " --horizon 60 --short-horizon 90");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("short horizon"));
+  EXPECT_EQ(run("replay" + log + " --resolve-after nan").code, 2);
+
+  Outcome r = run("replay" + log + " --json --horizon 120 --short-horizon 20");
+  ASSERT_EQ(r.code, 1) << r.err;  // the fault is still on at the end
+  int with_interval = 0;
+  const auto report = nlohmann::json::parse(r.out);
+  for (const auto& i : report["incidents"]) {
+    if (i.value("kind", "") != "link_loss" || i["localized_at"].is_null()) continue;
+    ASSERT_TRUE(i.contains("loss_interval")) << i.dump();
+    const double lo = i["loss_interval"][0], hi = i["loss_interval"][1];
+    const double x = i["loss_ratio"];
+    EXPECT_LE(lo, x);
+    EXPECT_GE(hi, x);
+    EXPECT_LT(lo, hi);
+    ++with_interval;
+  }
+  EXPECT_GE(with_interval, 1) << r.out;
+}
+
 }  // namespace

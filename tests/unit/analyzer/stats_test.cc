@@ -84,6 +84,52 @@ TEST(Stats, LossesHeldToTheLowerBackgroundWeighMore) {
   EXPECT_LT(twoClassLlr(20000, 0, 5e-5, 10000, 12, 1e-4), twoClassLlr(0, 0, 5e-5, 10000, 12, 1e-4));
 }
 
+// The 90 % interval is a coverage claim: over many draws at a known rate
+// it holds the rate about 90 % of the time, at few losses and at many, with
+// one-way and round-trip probes mixed. (Fixed seed: deterministic.)
+TEST(Stats, LossIntervalCoversTheTrueRateNinetyPercentOfTheTime) {
+  std::mt19937_64 rng(7);
+  const double q1 = 5e-5, q2 = 1e-4;
+  for (double x : {2e-3, 5e-3, 2e-2, 0.2}) {
+    for (double n : {3000.0, 30000.0}) {
+      int covered = 0;
+      const int draws = 2000;
+      for (int i = 0; i < draws; ++i) {
+        const double n1 = n * 0.4, n2 = n * 0.6;
+        const double k1 = std::binomial_distribution<int>(static_cast<int>(n1), q1 + x)(rng);
+        const double k2 = std::binomial_distribution<int>(static_cast<int>(n2), q2 + x)(rng);
+        double x_hat = 0;
+        twoClassLlr(n1, k1, q1, n2, k2, q2, &x_hat);
+        auto [lo, hi] = twoClassInterval(x_hat, n1, k1, q1, n2, k2, q2);
+        ASSERT_LE(lo, x_hat + 1e-12);
+        ASSERT_GE(hi, x_hat - 1e-12);
+        covered += lo <= x && x <= hi;
+      }
+      const double share = static_cast<double>(covered) / draws;
+      EXPECT_GT(share, 0.87) << "x=" << x << " n=" << n;
+      EXPECT_LT(share, 0.93) << "x=" << x << " n=" << n;  // not a vacuously wide interval
+    }
+  }
+}
+
+TEST(Stats, LossIntervalEndsAreWhereTheLikelihoodDropsByTheBar) {
+  double x_hat = 0;
+  twoClassLlr(10000, 40, 5e-5, 10000, 60, 1e-4, &x_hat);
+  auto [lo, hi] = twoClassInterval(x_hat, 10000, 40, 5e-5, 10000, 60, 1e-4);
+  const double top = llrAt(x_hat, 10000, 40, 5e-5, 10000, 60, 1e-4);
+  EXPECT_NEAR(llrAt(lo, 10000, 40, 5e-5, 10000, 60, 1e-4), top - kInterval90Nats, 1e-6);
+  EXPECT_NEAR(llrAt(hi, 10000, 40, 5e-5, 10000, 60, 1e-4), top - kInterval90Nats, 1e-6);
+  // No loss above background: the interval starts at 0.
+  auto [lo0, hi0] = twoClassInterval(0, 10000, 0, 5e-5, 0, 0, 1e-4);
+  EXPECT_EQ(lo0, 0);
+  EXPECT_GT(hi0, 0);
+  EXPECT_LT(hi0, 1e-3);
+  // Every probe lost: the interval reaches the top.
+  auto [lo1, hi1] = twoClassInterval(1, 0, 0, 5e-5, 100, 100, 1e-4);
+  EXPECT_GT(lo1, 0.9);
+  EXPECT_GT(hi1, 0.999);
+}
+
 TEST(Stats, PosteriorWeighsThePriorAndTheBestAlternative) {
   EXPECT_NEAR(posterior(std::log(1e4) + std::log(99.0), std::log(1e4), -INFINITY), 0.99, 1e-12);
   EXPECT_NEAR(posterior(20, 0, 20), 1.0 / (1 + std::exp(-20) + 1), 1e-12);

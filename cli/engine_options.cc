@@ -1,0 +1,26 @@
+#include "cli/engine_options.h"
+
+#include <iostream>
+
+namespace netdiag::cli {
+
+void addEngineOptions(CLI::App* cmd, analyzer::EngineConfig& config) {
+  cmd->add_option("--horizon", config.horizon_s,
+                  "Seconds of evidence each decision weighs (the long horizon; a multiple of 5)")
+      ->capture_default_str();
+  cmd->add_option("--short-horizon", config.short_horizon_s,
+                  "Seconds of the fast horizon, for faults that just began (a multiple of 5)")
+      ->capture_default_str();
+  cmd->add_option("--resolve-after", config.resolve_after_s,
+                  "Seconds an incident must stay explained away (or its rate rejected by the "
+                  "newest evidence) before it resolves")
+      ->capture_default_str();
+}
+
+bool checkEngineOptions(const analyzer::EngineConfig& config, const char* command) {
+  const auto problems = analyzer::validate(config);
+  for (const auto& p : problems) std::cerr << "netdiag " << command << ": " << p << '\n';
+  return problems.empty();
+}
+
+}  // namespace netdiag::cli
