@@ -27,6 +27,18 @@ void IncidentTracker::notify(const Incident& i) {
   for (auto& f : listeners_) f(i);
 }
 
+namespace {
+
+// What recovery must reject: not the point estimate it paged at, which the
+// act of paging biases upwards (it pages when the estimate runs high), so
+// a fault still on at its true rate would reject it; the lower end of its
+// 90 % interval, or half the estimate where there is none.
+double pagedFloor(const Incident& i) {
+  return i.loss_interval ? i.loss_interval->first : 0.5 * i.loss_ratio;
+}
+
+}  // namespace
+
 bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   seen_.insert(key);
   const bool fresh = !tracked_.contains(key) || !tracked_.at(key).open;
@@ -54,7 +66,7 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   const bool localize = !weak && (f.strength == S::kCertain || t.strong_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
-    t.paged_loss = inc.loss_ratio;
+    t.paged_loss = pagedFloor(inc);
     changed = true;
   }
   if (changed) notify(inc);
@@ -104,7 +116,7 @@ void IncidentTracker::restore(const topology::Topology& topo,
     t.incident = i;
     t.last_bad = i.localized_at.value_or(i.opened_at);
     t.restored = true;
-    t.paged_loss = i.loss_ratio;
+    t.paged_loss = pagedFloor(i);
     tracked_.emplace(key, t);
   }
 }

@@ -47,9 +47,9 @@ class IncidentTracker {
   // Records this pass's finding for `key`; true when its incident is localized.
   bool observe(const Key& key, const Finding& finding, double now);
   bool seen(const Key& key) const { return seen_.contains(key); }
-  // The loss ratio the incident of `key` paged at, while that is what
-  // recovery must rule out: it is open and localized, or it resolved within
-  // the horizon (whose evidence still holds the fault).
+  // The loss rate recovery must rule out for the incident of `key` (the low
+  // end of what it paged at), while that matters: it is open and localized,
+  // or it resolved within the horizon (whose evidence still holds the fault).
   std::optional<double> pagedLoss(const Key& key, double now) const;
   // Resolves incidents not observed for resolve_after_s.
   void endPass(double now);
@@ -68,7 +68,7 @@ class IncidentTracker {
   struct Tracked {
     Incident incident;
     int strong_passes = 0;  // consecutive passes at paging strength
-    double paged_loss = 0;  // loss_ratio when it localized
+    double paged_loss = 0;  // the loss rate recovery must reject (pagedFloor)
     double last_bad = 0;
     bool open = true;
     // Restored from an earlier run: its evidence died with that process, so
