@@ -22,7 +22,14 @@ namespace {
 constexpr double kMinAddedLatencyUs = 50;
 constexpr double kMinLatencyZ = 8;
 
-std::string count(double v) { return std::to_string(static_cast<int64_t>(v)); }
+// Whole counts and microseconds for summaries; a value from a hostile record
+// may be beyond int64, where a cast is undefined.
+std::string count(double v) {
+  if (std::fabs(v) < 9e18) return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
 
 }  // namespace
 

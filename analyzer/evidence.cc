@@ -33,11 +33,19 @@ void* allocateHuge(size_t bytes) {
 
 void deallocateHuge(void* p, size_t) noexcept { std::free(p); }
 
+int64_t bucketOf(double t, double width) {
+  const double q = std::floor(t / width);
+  // NaN (only from a width that is not positive) falls to the oldest bucket.
+  if (!(q > -static_cast<double>(kMaxBucket))) return -kMaxBucket;
+  if (q >= static_cast<double>(kMaxBucket)) return kMaxBucket;
+  return static_cast<int64_t>(q);
+}
+
 BucketedTallies::BucketedTallies(size_t size, size_t buckets, double width_s)
     : buckets_(buckets), width_(width_s), cells_(size * buckets), total_(size) {}
 
 bool BucketedTallies::addSlow(size_t key, double t, double n, double k) {
-  auto b = static_cast<int64_t>(std::floor(t / width_));
+  const int64_t b = bucketOf(t, width_);
   if (newest_ == INT64_MIN) advanceTo(t);
   if (b > newest_) advanceTo(t);
   if (b <= newest_ - static_cast<int64_t>(buckets_)) return false;
@@ -81,7 +89,7 @@ void BucketedTallies::widen() {
 }
 
 void BucketedTallies::advanceTo(double now) {
-  auto b = static_cast<int64_t>(std::floor(now / width_));
+  const int64_t b = bucketOf(now, width_);
   if (newest_ == INT64_MIN) {
     newest_ = b;
     newest_slot_ = slot(b);
@@ -136,6 +144,7 @@ Tally BucketedTallies::total(size_t key) const {
 
 Tally BucketedTallies::recent(size_t key, size_t buckets) const {
   Tally t;
+  if (newest_ == INT64_MIN) return t;  // nothing added yet
   const size_t size = total_.size();
   for (size_t i = 0; i < buckets && i < buckets_; ++i) {
     const size_t s = slot(newest_ - static_cast<int64_t>(i)) * size + key;

@@ -41,6 +41,14 @@ struct HugePageAllocator {
   }
 };
 
+// The bucket of time t in buckets of `width` seconds: floor(t / width),
+// saturated to +-kMaxBucket. Telemetry times are any finite double (a bad
+// clock, a hostile log), and a plain cast of a quotient beyond int64 is
+// undefined; the bound leaves room for the ring's arithmetic on buckets
+// (differences, +- ring size) to stay within int64 as well.
+inline constexpr int64_t kMaxBucket = int64_t{1} << 61;
+int64_t bucketOf(double t, double width);
+
 // Probes and losses (as doubles: exposures from several horizons add up).
 struct Tally {
   double n = 0;

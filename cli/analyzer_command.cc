@@ -33,6 +33,7 @@ struct AnalyzerOptions {
   uint32_t responder_port = 7601;
   uint32_t dscp = 0;
   double delay_s = 2;
+  double max_future_s = 60;
   analyzer::EngineConfig engine;
   uint64_t plan_seed = 1;
   std::string tls_cert, tls_key, tls_ca;
@@ -75,6 +76,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.grpc.tls_ca = o.tls_ca;
   d.web_listen = o.web_listen;
   d.delay_s = o.delay_s;
+  d.live.max_future_s = o.max_future_s;
   d.live.budget.probes_per_second = o.probe_rate;
   d.live.budget.flows_per_peer = o.flows_per_peer;
   d.live.budget.peers = o.peers;
@@ -163,6 +165,11 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   addEngineOptions(cmd, o->engine);
+  cmd->add_option("--max-future", o->max_future_s,
+                  "Seconds an agent's clock may run ahead of the analyzer's: records stamped "
+                  "later are rejected (raise it for simulate --live at speeds above 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--plan-seed", o->plan_seed, "Seed of the probe plan's peer choice")
       ->capture_default_str();
   auto* cert =

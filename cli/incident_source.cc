@@ -244,6 +244,9 @@ std::string clockText(double t) {
 
 std::string durationText(double s) {
   if (!std::isfinite(s) || s < 0) return "-";
+  // Times from a hostile log can be any double; llround beyond long long is
+  // unspecified. A thousand years is "long" enough.
+  if (s >= 3.2e10) return ">1000y";
   auto v = static_cast<long long>(std::llround(s));
   char buf[48];
   if (v < 60) {

@@ -1,10 +1,12 @@
 // `netdiag replay`: runs the analyzer over a telemetry log on the log's own
 // clock, as fast as it can, and prints the incident report (formats.md §3).
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "analyzer/engine.h"
 #include "analyzer/persist.h"
@@ -25,6 +27,7 @@ struct ReplayOptions {
   std::string telemetry = "-";
   bool json = false;
   bool strict = false;
+  double max_future_s = 60;
   std::string db;
   analyzer::EngineConfig engine;
 };
@@ -95,16 +98,24 @@ int runReplay(const ReplayOptions& o) {
   telemetry::ReadStats stats;
   telemetry::ReadOptions ro;
   ro.strict = o.strict;
+  ro.max_future_s = o.max_future_s;
   bool ok = telemetry::readJsonl(*in, topo, engine, stats, ro);
   const std::string name = o.telemetry == "-" ? "(stdin)" : o.telemetry;
-  for (const auto& bad : stats.first_bad) {
-    std::cerr << name << ':' << bad.line << ": bad record: " << bad.message << '\n';
-  }
-  if (stats.bad > stats.first_bad.size()) {
-    std::cerr << "... and " << withCommas(stats.bad - stats.first_bad.size()) << " more\n";
+  uint64_t last_line = 0;  // under --strict, the line it stopped at
+  for (auto [lines, count, what] :
+       {std::tuple{&stats.first_bad, stats.bad, "bad record"},
+        std::tuple{&stats.first_future, stats.future, "record from the future"}}) {
+    for (const auto& bad : *lines) {
+      std::cerr << name << ':' << bad.line << ": " << what << ": " << bad.message << '\n';
+      last_line = std::max(last_line, bad.line);
+    }
+    if (count > lines->size()) {
+      std::cerr << "... and " << withCommas(count - lines->size()) << " more\n";
+    }
   }
   if (!ok) {
-    std::cerr << "netdiag replay: stopped at the first bad line (--strict)\n";
+    std::cerr << "netdiag replay: stopped at " << name << ':' << last_line
+              << ", the first bad or future record (--strict)\n";
     return kExitError;
   }
   engine.finish();
@@ -121,16 +132,30 @@ int runReplay(const ReplayOptions& o) {
       return kExitError;
     }
   }
+  const auto& es = engine.stats();
   if (o.json) {
-    std::cout << analyzer::reportToJson(topo, report).dump(2) << '\n';
+    nlohmann::json j = analyzer::reportToJson(topo, report);
+    // An optional field (formats.md §3 allows them): what was read and how.
+    j["ingest"] = {{"records", stats.records},
+                   {"probes", es.probes},
+                   {"ports", es.ports},
+                   {"lldp", es.lldp},
+                   {"bad", stats.bad},
+                   {"unknown_kind", stats.unknown_kind},
+                   {"future", stats.future},
+                   {"late", es.late},
+                   {"too_late", es.too_late},
+                   {"passes", es.passes},
+                   {"max_future_s", o.max_future_s}};
+    std::cout << j.dump(2) << '\n';
   } else {
     printTable(topo, report);
   }
-  const auto& es = engine.stats();
   std::cerr << "replayed " << withCommas(stats.records) << " records (" << withCommas(es.probes)
             << " probe, " << withCommas(es.ports) << " port, " << withCommas(es.lldp) << " lldp; "
             << withCommas(stats.bad) << " bad, " << withCommas(stats.unknown_kind)
-            << " unknown kind, " << withCommas(es.late) << " late) in " << es.passes << " passes; "
+            << " unknown kind, " << withCommas(stats.future) << " future, " << withCommas(es.late)
+            << " late, " << withCommas(es.too_late) << " too late) in " << es.passes << " passes; "
             << report.incidents.size() << " incident(s)\n";
   bool findings = false;
   for (const auto& i : report.incidents) findings |= i.localized_at && !i.resolved_at;
@@ -149,7 +174,12 @@ void addReplayCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--telemetry", o->telemetry, "Telemetry log (JSON Lines); '-' reads stdin")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the incident report (formats.md §3) as JSON");
-  cmd->add_flag("--strict", o->strict, "Stop at the first bad line");
+  cmd->add_flag("--strict", o->strict, "Stop at the first bad line or record from the future");
+  cmd->add_option("--max-future", o->max_future_s,
+                  "Records stamped more than this many seconds beyond the newest one so far are "
+                  "skipped and counted as future")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--db", o->db,
                   "SQLite file: continue from the incidents saved there, and save them back");
   addEngineOptions(cmd, o->engine);

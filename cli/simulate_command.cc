@@ -215,7 +215,8 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--ecmp-seed", o->ecmp_seed,
                   "Seed of the switches' ECMP hash (default: derived from --seed)");
   sim->add_option("--duration", o->duration_s, "Seconds to simulate (overrides the scenario)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(0.0, sim::kMaxDuration));
   sim->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   auto* live = sim->add_option(
       "--live", o->live,

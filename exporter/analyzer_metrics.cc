@@ -114,7 +114,7 @@ struct AnalyzerMetrics::Impl {
   std::vector<Labels> link_group;  // per link: {tier, pod}
   std::set<Labels> groups;
   // Agents and coverage.
-  GaugeSet agent_last_seen, agent_connected, agent_batches, agent_records;
+  GaugeSet agent_last_seen, agent_connected, agent_batches, agent_records, agent_rejected;
   prometheus::Family<prometheus::Gauge>& agents;
   prometheus::Gauge& dirlinks;
   prometheus::Gauge& dirlinks_covered;
@@ -122,7 +122,7 @@ struct AnalyzerMetrics::Impl {
   prometheus::Gauge& coverage_min_probes;
   // Ingest.
   prometheus::Family<prometheus::Counter>& records;
-  CounterFrom batches, duplicates, probes, ports, lldp, malformed, late, too_late, passes;
+  CounterFrom batches, duplicates, probes, ports, lldp, malformed, future, late, too_late, passes;
   // The analyzer itself.
   prometheus::Gauge& background_loss;
   prometheus::Gauge& telemetry_time;
@@ -223,6 +223,9 @@ struct AnalyzerMetrics::Impl {
             "list is rebuilt each update)."),
         agent_records(*registry, "netdiag_agent_records",
                       "Telemetry records received from the agent since the analyzer started."),
+        agent_rejected(*registry, "netdiag_agent_rejected_records",
+                       "Records of the agent rejected since the analyzer started, by reason "
+                       "(malformed, future)."),
         agents(prometheus::BuildGauge()
                    .Name("netdiag_agents")
                    .Help("Agents known to the analyzer, by state (connected, disconnected).")
@@ -273,6 +276,12 @@ struct AnalyzerMetrics::Impl {
                       .Help("Records rejected as malformed (formats.md §2 rules) and skipped.")
                       .Register(*registry)
                       .Add({})),
+        future(prometheus::BuildCounter()
+                   .Name("netdiag_ingest_future_records_total")
+                   .Help("Records stamped further ahead of the analyzer's clock than the tolerated "
+                         "skew (--max-future): rejected and skipped.")
+                   .Register(*registry)
+                   .Add({})),
         late(prometheus::BuildCounter()
                  .Name("netdiag_ingest_late_records_total")
                  .Help("Records older than the newest time but within the late tolerance (used as "
@@ -488,6 +497,9 @@ struct AnalyzerMetrics::Impl {
       agent_connected.set(labels, a.connected ? 1 : 0);
       agent_batches.set(labels, static_cast<double>(a.batches));
       agent_records.set(labels, static_cast<double>(a.records));
+      agent_rejected.set({{"agent", a.agent}, {"reason", "malformed"}},
+                         static_cast<double>(a.malformed));
+      agent_rejected.set({{"agent", a.agent}, {"reason", "future"}}, static_cast<double>(a.future));
       (a.connected ? connected : disconnected) += 1;
     }
     agents.Add({{"state", "connected"}}).Set(connected);
@@ -499,7 +511,7 @@ struct AnalyzerMetrics::Impl {
          {&link_fault, &candidate, &suspect_loss, &suspect_confidence, &host_unreachable,
           &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &drain_info,
           &degraded_loss, &degraded_excess, &degraded_probes, &agent_last_seen, &agent_connected,
-          &agent_batches, &agent_records}) {
+          &agent_batches, &agent_records, &agent_rejected}) {
       g->sweep();
     }
   }
@@ -535,6 +547,7 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   m.ports.advance(ingest.ports);
   m.lldp.advance(ingest.lldp);
   m.malformed.advance(ingest.malformed);
+  m.future.advance(ingest.future);
   m.late.advance(ingest.late);
   m.too_late.advance(ingest.too_late);
   m.passes.advance(engine.stats().passes);

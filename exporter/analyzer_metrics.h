@@ -31,13 +31,16 @@ struct AgentStatus {
   double last_seen = 0;  // Unix seconds of the last batch (0: never)
   bool connected = false;
   uint64_t batches = 0, records = 0;  // cumulative
+  // Records rejected (cumulative), by reason: malformed (formats.md §2
+  // rules), future (stamped beyond the analyzer's clock plus the skew).
+  uint64_t malformed = 0, future = 0;
 };
 
 // Cumulative counts since the daemon started; update() turns them into
 // counters (a value lower than the last one is taken as a restart of the count).
 struct IngestCounters {
   uint64_t batches = 0, duplicate_batches = 0, probes = 0, ports = 0, lldp = 0, malformed = 0,
-           late = 0, too_late = 0;
+           future = 0, late = 0, too_late = 0;
 };
 
 struct MetricsOptions {

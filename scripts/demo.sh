@@ -37,8 +37,10 @@ step "ECMP paths between two GPUs on the same rail in different units, with per-
 
 say "Start the analyzer daemon (gRPC for agents on $grpc, HTTP API and /metrics on http://$web)"
 printf '$ %s\n' "$nd analyzer --topology $out/fabric.yaml --listen $grpc --web.listen-address $web --db $out/netdiag.db"
+# --max-future: the synthetic agents below stream 5 minutes of telemetry in
+# seconds, so their clocks run up to 300 s ahead of the analyzer's.
 $nd analyzer --topology "$out/fabric.yaml" --listen "$grpc" --web.listen-address "$web" \
-  --db "$out/netdiag.db" 2>"$out/analyzer.log" &
+  --db "$out/netdiag.db" --max-future 3600 2>"$out/analyzer.log" &
 analyzer_pid=$!
 for _ in $(seq 100); do
   curl -fs "http://$web/readyz" >/dev/null 2>&1 && break

@@ -35,7 +35,9 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
     if (!r.errors.empty() && log_) {
       std::string msg = "agent \"" + batch.agent() + "\" (" + peer + ") batch " +
                         std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) + ": " +
-                        std::to_string(r.errors.size()) + " malformed: ";
+                        std::to_string(r.errors.size()) + " rejected";
+      if (r.future > 0) msg += " (" + std::to_string(r.future) + " from the future: clock ahead?)";
+      msg += ": ";
       for (size_t i = 0; i < r.errors.size() && i < kLoggedErrorsPerBatch; ++i) {
         msg += (i ? "; " : "") + r.errors[i];
       }

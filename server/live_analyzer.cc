@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -39,6 +40,7 @@ struct AgentState {
   double last_seen = 0;
   int streams = 0;
   uint64_t batches = 0, records = 0;
+  uint64_t malformed = 0, future = 0;                        // records rejected, by reason
   double newest = -std::numeric_limits<double>::infinity();  // telemetry time reached
 };
 
@@ -86,17 +88,25 @@ struct LiveAnalyzer::Impl {
   std::priority_queue<Held, std::vector<Held>, std::greater<>> held;
   uint64_t held_order = 0;
 
-  // Hands the engine every held record at or below the watermark.
-  void releaseLocked() {
+  // Hands the engine every held record at or below the watermark (all of
+  // them at shutdown).
+  //
+  // The watermark is the newest time every agent heard from has reached,
+  // connected or not, between the analyzer's clock minus the delay and its
+  // clock plus max_future_s. Counting only connected agents would let the
+  // one agent left connected in a reconnect storm set it alone, and a clock
+  // of its running ahead would turn every other agent's records too_late;
+  // a departed agent holds nothing back beyond the delay. So an agent's
+  // clock moves the engine ahead of the analyzer's only while every agent
+  // heard from is that far ahead too (a fast simulation), and never by more
+  // than the tolerated skew.
+  void releaseLocked(bool all = false) {
+    const double now = clock();
     double watermark = std::numeric_limits<double>::infinity();
-    bool any = false;
-    for (const auto& [name, a] : agents) {
-      if (a.streams == 0) continue;
-      any = true;
-      watermark = std::min(watermark, a.newest);
-    }
-    // No agent connected: nothing more comes in order, release it all.
-    if (any) watermark = std::max(watermark, clock() - options.delay_s);
+    for (const auto& [name, a] : agents) watermark = std::min(watermark, a.newest);
+    watermark = std::max(watermark, now - options.delay_s);
+    watermark = std::min(watermark, now + options.max_future_s);
+    if (all) watermark = std::numeric_limits<double>::infinity();
     while (!held.empty() && held.top().t <= watermark) {
       std::visit(
           [this](const auto& r) {
@@ -156,6 +166,10 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
     if (error) *error = "probe budget: " + problems.front();
     return nullptr;
   }
+  if (!(options.max_future_s >= 0) || !std::isfinite(options.max_future_s)) {
+    if (error) *error = "the tolerated clock skew (max_future_s) must be a finite number >= 0";
+    return nullptr;
+  }
   planner::Plan plan = planner::makePlan(topo, options.budget, {}, options.plan_seed);
   options.engine.expected_flows = plan.flowCount();
   auto impl =
@@ -213,9 +227,10 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   std::vector<std::string> future;
   auto ahead = [&](double t, const char* what, int i) {
     if (!(t > limit)) return false;
-    future.push_back(std::string(what) + "[" + std::to_string(i) + "]: 't' is " +
-                     std::to_string(static_cast<int64_t>(t - now)) +
-                     " s ahead of the analyzer's clock");
+    char buf[160];  // %g: t is any finite double, beyond what an integer holds
+    std::snprintf(buf, sizeof buf, "[%d]: 't' is %.6g s ahead of the analyzer's clock (max %g s)",
+                  i, t - now, m.options.max_future_s);
+    future.push_back(what + std::string(buf));
     return true;
   };
   for (int i = 0; i < batch.probes_size(); ++i) ahead(batch.probes(i).t(), "probes", i);
@@ -223,11 +238,14 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   for (int i = 0; i < batch.lldp_size(); ++i) ahead(batch.lldp(i).t(), "lldp", i);
   BufferSink buffer;
   result.errors = proto::deliver(batch, m.resolver, buffer, &result.warnings);
+  const size_t malformed = result.errors.size();
   if (!future.empty()) {
-    auto late = [&](const auto& r) { return r.t > limit; };
-    std::erase_if(buffer.probes, late);
-    std::erase_if(buffer.ports, late);
-    std::erase_if(buffer.lldp, late);
+    // Counted among the records deliver() accepted, so a record both
+    // malformed and ahead counts once.
+    auto ahead_of_limit = [&](const auto& r) { return r.t > limit; };
+    result.future = std::erase_if(buffer.probes, ahead_of_limit) +
+                    std::erase_if(buffer.ports, ahead_of_limit) +
+                    std::erase_if(buffer.lldp, ahead_of_limit);
     result.errors.insert(result.errors.end(), future.begin(), future.end());
   }
 
@@ -258,9 +276,12 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   m.releaseLocked();
   m.dedup.mark(batch.agent(), batch.epoch(), batch.seq());
   ++m.counters.batches;
-  m.counters.malformed += result.errors.size();
+  m.counters.malformed += malformed;
+  m.counters.future += result.future;
   ++agent.batches;
   agent.records += result.accepted;
+  agent.malformed += malformed;
+  agent.future += result.future;
   return result;
 }
 
@@ -280,7 +301,8 @@ std::string LiveAnalyzer::tick(double engine_time) {
     c.too_late = s.too_late;
     std::vector<exporter::AgentStatus> agents;
     for (const auto& [name, a] : m.agents) {
-      agents.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records});
+      agents.push_back(
+          {name, a.last_seen, a.streams > 0, a.batches, a.records, a.malformed, a.future});
     }
     m.metrics->update(m.engine, c, agents, m.clock());
   }
@@ -289,7 +311,7 @@ std::string LiveAnalyzer::tick(double engine_time) {
 
 std::string LiveAnalyzer::flush() {
   std::lock_guard lk(impl_->mu);
-  impl_->releaseLocked();
+  impl_->releaseLocked(/*all=*/true);
   return impl_->persistLocked();
 }
 
@@ -397,7 +419,7 @@ std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
   std::lock_guard lk(impl_->mu);
   std::vector<exporter::AgentStatus> out;
   for (const auto& [name, a] : impl_->agents) {
-    out.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records});
+    out.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records, a.malformed, a.future});
   }
   return out;
 }

@@ -36,15 +36,16 @@ struct LiveOptions {
   uint32_t responder_port = 7601;
   uint32_t dscp = 0;
   size_t dedup_window = 4096;  // seqs remembered above each agent epoch's floor
-  // Records stamped further ahead of the wall clock are rejected as
-  // malformed: one bad clock must not push the engine's time forward.
-  double max_future_s = 3600;
+  // The clock skew tolerated: records stamped further ahead of the
+  // analyzer's clock are rejected (reason "future", counted per agent), and
+  // the engine's clock never runs further ahead than this either.
+  double max_future_s = 60;
   // Records are held back and handed to the engine in time order up to a
-  // watermark: the newest time every connected agent has reached, but at
-  // least the wall clock minus this delay (so a quiet agent stalls nothing
-  // for longer). The engine runs a pass as soon as one record crosses a
-  // boundary, so without this a fast agent's record would close a window
-  // before a slower agent's records of it arrived.
+  // watermark: the newest time every agent heard from has reached, but at
+  // least the wall clock minus this delay (so a quiet or departed agent
+  // stalls nothing for longer). The engine runs a pass as soon as one record
+  // crosses a boundary, so without this a fast agent's record would close a
+  // window before a slower agent's records of it arrived.
   double delay_s = 2;
   std::string db_path;  // SQLite file for incidents; empty: none
   exporter::MetricsOptions metrics;
@@ -53,6 +54,7 @@ struct LiveOptions {
 struct BatchResult {
   bool duplicate = false;
   size_t accepted = 0;                // records handed to the engine
+  size_t future = 0;                  // rejected: stamped beyond the clock plus max_future_s
   std::vector<std::string> errors;    // one per rejected record, or the batch's problem
   std::vector<std::string> warnings;  // records kept without a path that did not map
 };
@@ -68,7 +70,7 @@ class LiveAnalyzer {
  public:
   // Opens and migrates the database, restores its incidents into the engine
   // (problems go to *warnings), and computes the plan. nullptr and *error
-  // when the database cannot be used. `topo` must outlive it; `clock`
+  // when the database cannot be used or an option is out of range. `topo` must outlive it; `clock`
   // returns wall-clock Unix seconds.
   static std::unique_ptr<LiveAnalyzer> create(const topology::Topology& topo, LiveOptions options,
                                               std::shared_ptr<prometheus::Registry> registry,
@@ -84,7 +86,8 @@ class LiveAnalyzer {
   // delivery delay), then persists changed incidents and updates metrics.
   // Returns a persistence error, empty when none.
   std::string tick(double engine_time);
-  // Writes every changed incident now (at shutdown). Error text or empty.
+  // At shutdown: hands the engine every record still held (they were
+  // acknowledged) and writes every changed incident. Error text or empty.
   std::string flush();
 
   void streamOpened(const std::string& agent);

@@ -99,8 +99,11 @@ class ScenarioParser {
     Index root = doc_.root();
     if (auto v = text(root, "name")) s_.name = *v;
     if (Index t = doc_.find(root, "topology"); present(t)) parseTopology(t);
-    number(root, "start", s_.start);
-    number(root, "duration_s", s_.duration_s, 1);
+    // Times are bounded so that the simulator's step arithmetic stays exact
+    // and its counts fit their integers: 1e11 s is over three thousand years
+    // of Unix time.
+    number(root, "start", s_.start, -kMaxTime, kMaxTime);
+    number(root, "duration_s", s_.duration_s, 1, kMaxDuration);
     number(root, "window_s", s_.window_s, 0.1, 3600);
     if (auto h = text(root, "ecmp_hash")) {
       if (*h == "mix" || *h == "crc") {
@@ -302,8 +305,8 @@ class ScenarioParser {
                 "link_latency, congestion, dead_responder, host_reboot, miscabling, busy_host)");
       return;
     }
-    number(item, "onset", f.onset);
-    number(item, "end", f.end);
+    number(item, "onset", f.onset, -kMaxTime, kMaxTime);
+    number(item, "end", f.end, -kMaxTime, kMaxTime);
     if (f.end <= f.onset) {
       error(line,
             "fault '" + f.kind + "': onset " + fmt(f.onset) + " is not before end " + fmt(f.end));

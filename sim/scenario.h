@@ -36,6 +36,9 @@ namespace netdiag::sim {
 using topology::Diagnostic;
 
 inline constexpr double kForever = std::numeric_limits<double>::infinity();
+// Bounds of a scenario's times (start, onsets, ends) and of its duration.
+inline constexpr double kMaxTime = 1e11;
+inline constexpr double kMaxDuration = 1e9;
 
 // Where the fabric comes from: a file, or a generator with its parameters.
 struct FabricSpec {

@@ -162,8 +162,10 @@ struct Simulator::Impl {
   // of a window is that of its start.
   void updatePlan(double a) {
     if (scenario.redraw_s <= 0) return;
-    const auto e =
-        static_cast<uint64_t>(std::max(0.0, std::floor((a - scenario.start) / scenario.redraw_s)));
+    // A tiny redraw_s makes the quotient beyond uint64 (a cast would be
+    // undefined); epochs that far apart are all "new" anyway.
+    const double k = std::floor((a - scenario.start) / scenario.redraw_s);
+    const auto e = k < 1.8e19 ? static_cast<uint64_t>(std::max(0.0, k)) : UINT64_MAX;
     if (e == epoch) return;
     epoch = e;
     if (e == 0) {

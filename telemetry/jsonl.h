@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -48,21 +49,28 @@ struct BadLine {
 };
 
 struct ReadStats {
-  uint64_t lines = 0;              // lines read, blank ones included
-  uint64_t records = 0;            // records handed to the sink
-  uint64_t bad = 0;                // invalid JSON or records that break the contract
-  uint64_t unknown_kind = 0;       // counted and skipped, per the contract
-  std::vector<BadLine> first_bad;  // the first kMaxBadLinesKept of them
+  uint64_t lines = 0;                 // lines read, blank ones included
+  uint64_t records = 0;               // records handed to the sink
+  uint64_t bad = 0;                   // invalid JSON or records that break the contract
+  uint64_t unknown_kind = 0;          // counted and skipped, per the contract
+  uint64_t future = 0;                // beyond ReadOptions::max_future_s: counted and skipped
+  std::vector<BadLine> first_bad;     // the first kMaxBadLinesKept of them
+  std::vector<BadLine> first_future;  // likewise
   static constexpr size_t kMaxBadLinesKept = 1000;
 };
 
 struct ReadOptions {
-  bool strict = false;  // stop at the first bad line
+  bool strict = false;  // stop at the first bad or future line
+  // A log has no clock but its own, so "the future" is relative to it: a
+  // valid record stamped more than this beyond the newest `t` accepted so
+  // far is skipped and counted as future (one bad clock must not move the
+  // log's time for every record after it). Infinity: no bound.
+  double max_future_s = std::numeric_limits<double>::infinity();
 };
 
 // Reads a log from `in`, handing each valid record to `sink` in file order.
-// Returns false only when `strict` stopped at a bad line (stats.first_bad
-// says which) or the stream failed.
+// Returns false only when `strict` stopped at a bad or future line
+// (stats.first_bad or stats.first_future says which) or the stream failed.
 //
 // Lines are numbered from 1; blank lines (whitespace only, CRLF endings
 // included) are counted in stats.lines and skipped silently. A UTF-8 BOM at

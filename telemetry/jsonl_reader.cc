@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -177,12 +178,13 @@ std::string describe(const element& e) {
 // Parses one line at a time; holds the reused parser and records.
 class LineParser {
  public:
-  enum class Outcome { kBlank, kRecord, kUnknownKind, kBad };
+  enum class Outcome { kBlank, kRecord, kUnknownKind, kBad, kFuture };
 
-  LineParser(const topology::Topology& topo, RecordSink& sink) : topo_(topo), sink_(sink) {}
+  LineParser(const topology::Topology& topo, RecordSink& sink, double max_future_s)
+      : topo_(topo), sink_(sink), max_future_s_(max_future_s) {}
 
   // [p, p + len) is one line without its '\n'; at least SIMDJSON_PADDING
-  // readable bytes follow it. On kBad, error() says why.
+  // readable bytes follow it. On kBad and kFuture, error() says why.
   Outcome parse(const char* p, size_t len);
   const std::string& error() const { return error_; }
 
@@ -220,9 +222,14 @@ class LineParser {
   Outcome parseProbe();
   Outcome parsePort();
   Outcome parseLldp();
+  // False (error_ set) for a valid record too far beyond the newest t
+  // accepted; otherwise it becomes accepted.
+  bool admit();
 
   const topology::Topology& topo_;
   RecordSink& sink_;
+  const double max_future_s_;
+  double newest_ = -std::numeric_limits<double>::infinity();  // of the records accepted
   simdjson::dom::parser parser_;
   std::array<element, kKeyCount> fields_{};
   std::array<bool, kKeyCount> present_{};
@@ -503,6 +510,7 @@ LineParser::Outcome LineParser::parseProbe() {
   if (given(Key::kReplyPath) && !readPath(Key::kReplyPath, r.dst, r.src, false, r.reply_path)) {
     return Outcome::kBad;
   }
+  if (!admit()) return Outcome::kFuture;
   sink_.onProbe(r);
   return Outcome::kRecord;
 }
@@ -527,6 +535,7 @@ LineParser::Outcome LineParser::parsePort() {
     if (!uintField(c.key, std::numeric_limits<uint64_t>::max(), v)) return Outcome::kBad;
     out = v;
   }
+  if (!admit()) return Outcome::kFuture;
   sink_.onPort(r);
   return Outcome::kRecord;
 }
@@ -538,15 +547,35 @@ LineParser::Outcome LineParser::parseLldp() {
   std::string_view neighbor;
   if (!requiredString(Key::kNeighbor, neighbor)) return Outcome::kBad;
   r.neighbor.assign(neighbor);
+  if (!admit()) return Outcome::kFuture;
   sink_.onLldp(r);
   return Outcome::kRecord;
+}
+
+bool LineParser::admit() {
+  // The first record has nothing to be ahead of.
+  if (newest_ != -std::numeric_limits<double>::infinity() && t_ - newest_ > max_future_s_) {
+    std::string msg = "'t' ";
+    appendNumber(msg, t_);
+    msg += " is ";
+    appendNumber(msg, t_ - newest_);
+    msg += " s beyond the newest 't' so far, ";
+    appendNumber(msg, newest_);
+    msg += " (at most ";
+    appendNumber(msg, max_future_s_);
+    msg += " s ahead)";
+    fail(msg);
+    return false;
+  }
+  newest_ = std::max(newest_, t_);
+  return true;
 }
 
 }  // namespace
 
 bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink, ReadStats& stats,
                const ReadOptions& options) {
-  LineParser parser(topo, sink);
+  LineParser parser(topo, sink, options.max_future_s);
   // One growable buffer: [begin, end) holds unread bytes; the allocation
   // keeps SIMDJSON_PADDING spare bytes past `cap` so every line, even the
   // last one, can be handed to simdjson in place.
@@ -583,6 +612,12 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         ++stats.bad;
         if (stats.first_bad.size() < ReadStats::kMaxBadLinesKept) {
           stats.first_bad.push_back(BadLine{line_no, parser.error()});
+        }
+        return !options.strict;
+      case LineParser::Outcome::kFuture:
+        ++stats.future;
+        if (stats.first_future.size() < ReadStats::kMaxBadLinesKept) {
+          stats.first_future.push_back(BadLine{line_no, parser.error()});
         }
         return !options.strict;
     }

@@ -2,6 +2,7 @@
 // de-duplication, malformed input, the HTTP API, plans, a simulated gray
 // link streamed over synthetic agents, and incidents surviving a restart.
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -167,10 +168,16 @@ TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
   EXPECT_NE(all.find("s ahead of the analyzer's clock"), std::string::npos) << all;
   EXPECT_NE(all.find("ports[0]: unknown port"), std::string::npos) << all;
   EXPECT_NE(all.find("lldp[0]: empty 'neighbor'"), std::string::npos) << all;
+  EXPECT_EQ(r.future, 1u);
   exporter::IngestCounters c = live.analyzer->counters();
-  EXPECT_EQ(c.malformed, 6u);
+  EXPECT_EQ(c.malformed, 5u);
+  EXPECT_EQ(c.future, 1u);
   EXPECT_EQ(c.batches, 1u);
   EXPECT_EQ(c.probes, 1u);
+  auto agents = live.analyzer->agents();
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents[0].malformed, 5u);
+  EXPECT_EQ(agents[0].future, 1u);
 
   v1::Batch anonymous = b;
   anonymous.clear_agent();
@@ -212,12 +219,16 @@ struct RunningDaemon {
   std::unique_ptr<Daemon> daemon;
   std::vector<std::string> logs;
   std::mutex logs_mu;
+  std::function<double()> clock;  // empty: the system clock
+  double max_future_s = 60;
 
   void start(const std::string& db = "") {
     DaemonOptions o;
     o.grpc.address = "127.0.0.1:0";
     o.web_listen = "127.0.0.1:0";
     o.live.db_path = db;
+    o.live.max_future_s = max_future_s;
+    o.clock = clock;
     o.tick_s = 0.1;
     o.log = [this](const std::string& m) {
       std::lock_guard lk(logs_mu);
@@ -312,6 +323,103 @@ TEST(Daemon, UplinkResendsAfterAnalyzerRestartAndEachBatchCountsOnce) {
   ASSERT_TRUE(waitFor([&] { return spool->batches() == 0; })) << up.lastError();
   EXPECT_EQ(second->analyzer().counters().batches, 5u);
   EXPECT_GE(up.stats().reconnects, 1u);
+}
+
+// The finding of issue #15: 16 port records stamped an hour ahead moved the
+// engine's clock with them once their agent was the only one connected (the
+// other one reconnecting), and every record of the other agent became
+// too_late. Now records beyond the skew are rejected and counted per agent,
+// and an agent ahead within it waits for the analyzer's clock while another
+// agent it has heard from is behind, connected or not.
+TEST(Daemon, AnAgentsClockAheadCannotMakeTheOtherAgentsRecordsTooLate) {
+  const double t0 = 1.7e9;
+  std::atomic<double> now{t0};
+  RunningDaemon d;
+  d.clock = [&now] { return now.load(); };
+  d.start();
+  auto stub = v1::Collector::NewStub(
+      grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials()));
+  struct Stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::Batch, v1::Ack>> rw;
+  };
+  auto open = [&] {
+    auto s = std::make_unique<Stream>();
+    s->rw = stub->Stream(&s->ctx);
+    return s;
+  };
+  // Sends and waits for the ack: the batch is ingested by then.
+  auto send = [](Stream& s, v1::Batch b) {
+    ASSERT_TRUE(s.rw->Write(b));
+    v1::Ack ack;
+    ASSERT_TRUE(s.rw->Read(&ack));
+    EXPECT_EQ(ack.seq(), b.seq());
+    EXPECT_FALSE(ack.duplicate());
+  };
+  auto close = [](Stream& s) {
+    s.rw->WritesDone();
+    EXPECT_TRUE(s.rw->Finish().ok());  // the server has seen the stream end
+  };
+  auto batch = [](const char* agent, uint64_t seq) {
+    v1::Batch b;
+    b.set_agent(agent);
+    b.set_epoch(1);
+    b.set_seq(seq);
+    return b;
+  };
+  auto addPort = [&](v1::Batch& b, double t) {
+    v1::PortCounters* p = b.add_ports();
+    p->set_t(t);
+    p->set_port(d.topo.portRef(0));
+    p->set_rx_packets(1);
+  };
+
+  auto honest = open();
+  v1::Batch b = batch("host0", 1);
+  *b.add_probes() = validProbe(d.topo, t0 - 1);
+  send(*honest, b);
+
+  auto ahead = open();
+  b = batch("host1", 1);
+  for (int i = 0; i < 16; ++i) addPort(b, t0 + 3500);
+  for (int i = 0; i < 4; ++i) addPort(b, t0 + 30);  // within the skew
+  send(*ahead, b);
+  EXPECT_EQ(d.daemon->analyzer().counters().future, 16u);
+
+  close(*honest);  // a reconnect: host1 is the only agent connected now
+  b = batch("host1", 2);
+  addPort(b, t0 + 31);
+  send(*ahead, b);
+  honest = open();
+  b = batch("host0", 2);
+  *b.add_probes() = validProbe(d.topo, t0);
+  send(*honest, b);
+
+  exporter::IngestCounters c = d.daemon->analyzer().counters();
+  EXPECT_EQ(c.too_late, 0u);
+  EXPECT_EQ(c.ports, 0u) << "host1's records wait for the analyzer's clock";
+  EXPECT_LE(d.daemon->analyzer().locate()["generated_at"].get<double>(), t0);
+
+  // Once the analyzer's clock passes them, they are used, in order.
+  now = t0 + 40;
+  ASSERT_TRUE(waitFor([&] { return d.daemon->analyzer().counters().ports == 5; }));
+  c = d.daemon->analyzer().counters();
+  EXPECT_EQ(c.too_late, 0u);
+  EXPECT_EQ(c.probes, 2u);
+  EXPECT_EQ(c.future, 16u);
+  EXPECT_EQ(c.malformed, 0u);
+  for (const auto& a : d.daemon->analyzer().agents()) {
+    EXPECT_EQ(a.future, a.agent == "host1" ? 16u : 0u) << a.agent;
+  }
+  // The metric, per agent and reason.
+  ASSERT_TRUE(waitFor([&] {
+    auto m = d.http().Get("/metrics");
+    return m && m->body.find("netdiag_ingest_future_records_total 16") != std::string::npos &&
+           m->body.find(R"(netdiag_agent_rejected_records{agent="host1",reason="future"} 16)") !=
+               std::string::npos;
+  })) << d.http().Get("/metrics")->body;
+  close(*honest);
+  close(*ahead);
 }
 
 TEST(Daemon, ServesPlansPerNode) {
@@ -450,6 +558,11 @@ TEST(Daemon, StartFailuresAreNamed) {
   EXPECT_NE(error.find("/nonexistent-dir"), std::string::npos) << error;
 
   o.live.db_path.clear();
+  o.live.max_future_s = -1;
+  EXPECT_FALSE(Daemon::start(topo, o, &error));
+  EXPECT_NE(error.find("max_future_s"), std::string::npos) << error;
+
+  o.live.max_future_s = 60;
   o.grpc.tls_cert = "/nonexistent/cert.pem";
   o.grpc.tls_key = "/nonexistent/key.pem";
   EXPECT_FALSE(Daemon::start(topo, o, &error));
@@ -461,6 +574,9 @@ TEST(Daemon, StartFailuresAreNamed) {
 TEST(Daemon, LocalizesAStreamedGrayLinkAndKeepsItAcrossARestart) {
   TempDir dir;
   RunningDaemon d;
+  // At speed 0 the agents stream 150 s of telemetry in a few wall seconds:
+  // their clocks run that far ahead of the analyzer's, by design.
+  d.max_future_s = 3600;
   d.start(dir.file("netdiag.db"));
 
   std::istringstream yaml(R"(name: gray

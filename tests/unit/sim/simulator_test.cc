@@ -437,6 +437,23 @@ faults:
   EXPECT_THAT(l.errors[4].message, HasSubstr("share"));
 }
 
+// Far times would make the simulator's step counts overflow their integers
+// (undefined) or its time steps vanish in rounding: they are errors.
+TEST(Scenario, TimesBeyondTheBoundsAreErrors) {
+  ScenarioLoad l = parse(R"(start: 1e300
+duration_s: 1e20
+faults:
+  - kind: link_down
+    onset: -1e300
+    end: 1e15
+)");
+  ASSERT_EQ(l.errors.size(), 4u);
+  EXPECT_THAT(l.errors[0].message, HasSubstr("'start' must be in"));
+  EXPECT_THAT(l.errors[1].message, HasSubstr("'duration_s' must be in"));
+  EXPECT_THAT(l.errors[2].message, HasSubstr("'onset' must be in"));
+  EXPECT_THAT(l.errors[3].message, HasSubstr("'end' must be in"));
+}
+
 TEST(Scenario, NamesTheTopologyLacksAreErrorsAtTheirLine) {
   Topology t = smallFabric();
   ScenarioLoad l = parse(R"(faults:

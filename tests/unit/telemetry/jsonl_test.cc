@@ -694,6 +694,45 @@ TEST_F(JsonlTest, StrictStopsAtFirstBadLine) {
   EXPECT_EQ(sink.lldps.size(), 2u);
 }
 
+// A log has no clock but its own: a record far beyond the newest t read so
+// far is skipped and counted with its line, so one bad clock cannot move the
+// log's time for every record after it. Old records stay (formats.md §2).
+TEST_F(JsonlTest, RecordsFarBeyondTheNewestTimeAreCountedAsFutureAndSkipped) {
+  auto lldp = [](const std::string& t) {
+    return R"({"t":)" + t + R"(,"kind":"lldp","port":"h1:eth0","neighbor":"x"})" + "\n";
+  };
+  const std::string text = lldp("100") + lldp("4000") + lldp("150") + lldp("1e300") +
+                           lldp("-1e300") + lldp("210") + lldp("269.5") + lldp("1.7e308");
+  Collect sink;
+  bool ok = false;
+  ReadStats stats = read(text, sink, {.max_future_s = 60}, &ok);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(stats.records, 5u);
+  EXPECT_EQ(stats.bad, 0u);
+  EXPECT_EQ(stats.future, 3u);
+  ASSERT_EQ(stats.first_future.size(), 3u);
+  EXPECT_EQ(stats.first_future[0].line, 2u);
+  EXPECT_EQ(stats.first_future[0].message,
+            "lldp: 't' 4000 is 3900 s beyond the newest 't' so far, 100 (at most 60 s ahead)");
+  EXPECT_EQ(stats.first_future[1].line, 4u);
+  EXPECT_EQ(stats.first_future[2].line, 8u);
+  std::vector<double> times;
+  for (const auto& r : sink.lldps) times.push_back(r.t);
+  // 150 is within 60 s of 100, 210 of 150, 269.5 of 210; the old one stays.
+  EXPECT_EQ(times, (std::vector<double>{100, 150, -1e300, 210, 269.5}));
+
+  // The default has no bound; --strict stops at the first future line.
+  Collect all;
+  EXPECT_EQ(read(text, all).future, 0u);
+  EXPECT_EQ(all.lldps.size(), 8u);
+  Collect strict;
+  stats = read(text, strict, {.strict = true, .max_future_s = 60}, &ok);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(stats.lines, 2u);
+  ASSERT_EQ(stats.first_future.size(), 1u);
+  EXPECT_EQ(stats.first_future[0].line, 2u);
+}
+
 TEST_F(JsonlTest, KeepsOnlyTheFirstBadLines) {
   std::string text;
   for (int i = 0; i < 2500; ++i) text += "{\n";
