@@ -84,7 +84,7 @@ struct Engine::Impl {
     for (const Hypothesis& h : explainLosses(evidence, explain)) {
       Finding f = lossFinding(h);
       if (auto paged = incidents.pagedLoss(h.key, now)) {
-        f.recovering = recentlyBelow(evidence, h.key, *paged);
+        f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since);
       }
       if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));
@@ -125,7 +125,7 @@ struct Engine::Impl {
       ev.ruled_out = Evidence::RuledOut{h.alt_name, h.alt_llr, "explains less of the evidence"};
     }
     f.confidence = h.confidence;
-    f.loss_ratio = c.loss;
+    f.loss_ratio = h.loss;
     f.loss_interval = h.loss_interval;
     const bool strong = h.confidence >= cfg.page_confidence && c.segments >= kMinLossySegments;
     f.strength = strong ? Finding::Strength::kStrong : Finding::Strength::kWeak;

@@ -45,7 +45,7 @@ class Explainer {
 
  private:
   double llrOf(double n, double k, double n_rt, double k_rt, double* added) const;
-  std::pair<double, double> lossInterval(const Candidate& c) const;
+  void estimateLoss(Hypothesis& h) const;
   void score(Candidate& c) const;
   const Candidate& fresh(Candidate& c) const {
     if (c.stale) {
@@ -113,20 +113,42 @@ void Explainer::score(Candidate& c) const {
   const double l_short = llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short) - log_short_windows_;
   c.llr = std::max(l_long, l_short) - std::log(2.0);
   const bool short_wins = l_short > l_long;
-  c.short_horizon = short_wins;
   c.q0 = short_wins ? ev_.nullRate(c.ns, ns_rt) : ev_.nullRate(c.n, n_rt);
   c.loss = short_wins ? x_short : x_long;
 }
 
-// On the horizon the candidate was scored on, split as llrOf splits it.
-std::pair<double, double> Explainer::lossInterval(const Candidate& c) const {
+// The rate the incident states is the fault's since it began, not the
+// horizon's average (which a fault younger than the horizon dilutes with
+// the clean probes before it): the maximum-likelihood change point, i.e.
+// the newest stretch of m buckets whose likelihood ratio is largest, and
+// the profile interval on that stretch. The raw tallies of each stretch
+// are scaled by the share of the horizon's probes and losses that
+// explaining away left to this hypothesis.
+void Explainer::estimateLoss(Hypothesis& h) const {
+  const Candidate& c = h.evidence;
+  const bool link = h.key.kind == Key::kLink;
+  const BucketedTallies& all = link ? ev_.links() : ev_.toNode();
+  const BucketedTallies* rt = link ? ev_.linksRoundTrip() : &ev_.toNode();
   const auto [n_rt, k_rt, ns_rt, ks_rt] = roundTrips(c);
-  double n = c.n, k = c.k, nr = n_rt, kr = k_rt;
-  if (c.short_horizon) n = c.ns, k = c.ks, nr = ns_rt, kr = ks_rt;
-  const double n1 = std::max(0.0, n - nr), k1 = std::clamp(k - kr, 0.0, n1);
-  nr = std::max(0.0, nr), kr = std::clamp(kr, 0.0, nr);
+  const Tally t = all.total(h.key.id), r = rt ? rt->total(h.key.id) : Tally{};
+  auto share = [](double left, double raw) {
+    return raw > 0 ? std::clamp(left / raw, 0.0, 1.0) : 0;
+  };
+  const double n1_share = share(c.n - n_rt, t.n - r.n), k1_share = share(c.k - k_rt, t.k - r.k);
+  const double n2_share = share(n_rt, r.n), k2_share = share(k_rt, r.k);
   const Background& b = ev_.background();
-  return twoClassInterval(c.loss, n1, k1, b.one_way, nr, kr, b.round_trip);
+  double best = -1, n1 = 0, k1 = 0, n2 = 0, k2 = 0;
+  h.loss = c.loss;
+  for (size_t m = 1; m <= ev_.buckets(); ++m) {
+    const Tally tm = all.recent(h.key.id, m), rm = rt ? rt->recent(h.key.id, m) : Tally{};
+    const double a1 = std::max(0.0, tm.n - rm.n) * n1_share;
+    const double b1 = std::clamp((tm.k - rm.k) * k1_share, 0.0, a1);
+    const double a2 = rm.n * n2_share, b2 = std::clamp(rm.k * k2_share, 0.0, a2);
+    double x = 0;
+    const double l = twoClassLlr(a1, b1, b.one_way, a2, b2, b.round_trip, &x);
+    if (l > best) best = l, h.loss = x, n1 = a1, k1 = b1, n2 = a2, k2 = b2;
+  }
+  h.loss_interval = twoClassInterval(h.loss, n1, k1, b.one_way, n2, k2, b.round_trip);
 }
 
 // Candidates: every link and host with a loss in the horizon.
@@ -384,7 +406,7 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
   jointUpstream(accepted);
   for (Hypothesis& h : accepted) {
     h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
-    h.loss_interval = lossInterval(h.evidence);
+    estimateLoss(h);
   }
 }
 
@@ -614,14 +636,20 @@ std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainCon
   return Explainer(ev, cfg).run();
 }
 
-bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x) {
+bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since) {
   if (key.kind == Key::kPorts || x <= 0) return false;
   const bool link = key.kind == Key::kLink;
   const BucketedTallies& all = link ? ev.links() : ev.toNode();
   const BucketedTallies* rt = link ? ev.linksRoundTrip() : &ev.toNode();
   const Background& b = ev.background();
-  const double bar = std::log(99.0) + std::log(static_cast<double>(ev.buckets()));
-  for (size_t m = 1; m <= ev.buckets(); ++m) {
+  // Bucket b holds (b - 1) * width < t <= b * width: stretch m starts at
+  // bucket newest - m + 1.
+  const double first = std::ceil(since / ev.bucketWidth());
+  const double span = static_cast<double>(all.newestBucket()) - first + 1;
+  const size_t stretches = static_cast<size_t>(std::clamp(span, 0.0, double(ev.buckets())));
+  if (stretches == 0) return false;
+  const double bar = std::log(99.0) + std::log(static_cast<double>(stretches));
+  for (size_t m = 1; m <= stretches; ++m) {
     const Tally t = all.recent(key.id, m);
     const Tally r = rt ? rt->recent(key.id, m) : Tally{};
     const double n1 = std::max(0.0, t.n - r.n), k1 = std::clamp(t.k - r.k, 0.0, n1);

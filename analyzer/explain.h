@@ -40,8 +40,7 @@ struct Candidate {
   double q0 = 0;  // background of these probes (pooled)
   double llr = 0;
   double loss = 0;
-  bool short_horizon = false;  // llr and loss are the short horizon's
-  int segments = 0;            // lossy segments still unexplained
+  int segments = 0;  // lossy segments still unexplained
   bool accepted = false;
   bool stale = false;  // evidence changed since it was scored
 
@@ -53,7 +52,9 @@ struct Hypothesis {
   Key key;
   Candidate evidence;
   double confidence = 0;  // posterior, against `alt` and the prior
-  // A 90 % interval for evidence.loss (profile likelihood, same horizon).
+  // The loss rate since the fault began, and a 90 % interval for it
+  // (explain.cc, estimateLoss): what the incident states.
+  double loss = 0;
   std::pair<double, double> loss_interval{0, 0};
   std::string alt_name;  // the strongest competing explanation, if any
   double alt_llr = 0;
@@ -91,10 +92,12 @@ double logHypotheses(const topology::Topology& topo);
 std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg);
 
 // Whether the newest stretch of the evidence (the last m buckets, for some
-// m up to the horizon) rejects loss `x` on the hypothesis's link or host:
-// the fault it paged for has gone, though the horizon still remembers it.
-// The bar is ln 99 plus ln of the stretches tried.
-bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x);
+// m, none before `since`) rejects loss `x` on the hypothesis's link or
+// host: the fault it paged for has gone, though the horizon still
+// remembers it. `since` is when the fault was already on (its incident
+// opened): a longer stretch would mix in the clean time before it. The bar
+// is ln 99 plus ln of the stretches tried.
+bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since);
 
 // Share of a link's lossy segments that lost every probe: near 1 for a
 // partial blackhole (some flows dead, others clean), low for random loss.

@@ -73,14 +73,14 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   return inc.localized_at.has_value();
 }
 
-std::optional<double> IncidentTracker::pagedLoss(const Key& key, double now) const {
+std::optional<IncidentTracker::Paged> IncidentTracker::pagedLoss(const Key& key, double now) const {
   auto it = tracked_.find(key);
   if (it == tracked_.end() || !it->second.incident.localized_at) return std::nullopt;
   const Tracked& t = it->second;
   if (!t.open && !(t.incident.resolved_at && now - *t.incident.resolved_at < horizon_s_)) {
     return std::nullopt;
   }
-  return t.paged_loss;
+  return Paged{t.paged_loss, t.incident.opened_at};
 }
 
 void IncidentTracker::endPass(double now) {

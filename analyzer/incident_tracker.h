@@ -50,7 +50,11 @@ class IncidentTracker {
   // The loss rate recovery must rule out for the incident of `key` (the low
   // end of what it paged at), while that matters: it is open and localized,
   // or it resolved within the horizon (whose evidence still holds the fault).
-  std::optional<double> pagedLoss(const Key& key, double now) const;
+  struct Paged {
+    double loss;   // the rate to reject
+    double since;  // when the fault was on (the incident opened)
+  };
+  std::optional<Paged> pagedLoss(const Key& key, double now) const;
   // Resolves incidents not observed for resolve_after_s.
   void endPass(double now);
 
