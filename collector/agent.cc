@@ -24,7 +24,7 @@
 namespace netdiag::collector {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 double wallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -313,7 +313,7 @@ struct Agent::Impl {
     ++batches;
   }
 
-  bool waitUntil(Clock::time_point t) {
+  bool waitUntil(SteadyClock::time_point t) {
     std::unique_lock lock(mu);
     cv.wait_until(lock, t, [&] { return stop; });
     return stop;
@@ -322,15 +322,15 @@ struct Agent::Impl {
   void run() {
     using std::chrono::duration_cast;
     auto secs = [](double s) {
-      return duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+      return duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
     };
-    Clock::time_point now = Clock::now();
-    Clock::time_point next_plan = now, next_batch = now + secs(cfg.batch_interval),
-                      next_counters = now;
+    SteadyClock::time_point now = SteadyClock::now();
+    SteadyClock::time_point next_plan = now, next_batch = now + secs(cfg.batch_interval),
+                            next_counters = now;
     double plan_backoff = 1;
     std::string last_plan_error;
     while (true) {
-      now = Clock::now();
+      now = SteadyClock::now();
       if (now >= next_plan) {
         std::string err;
         auto p = loadPlan(&err);
@@ -368,8 +368,8 @@ struct Agent::Impl {
     readCounters();
     flush();
     updateMetrics();
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
-    while (Clock::now() < deadline && uplink->stats().connected && spool->batches() > 0) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (SteadyClock::now() < deadline && uplink->stats().connected && spool->batches() > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     uplink->stop();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -17,15 +16,6 @@
 
 namespace netdiag::collector {
 namespace {
-
-double monoNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-uint64_t wallNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
 
 // One probe sent and not yet in a closed window.
 struct Pending {
@@ -72,6 +62,7 @@ std::string flowKey(const v1::ProbeFlow& f) {
 
 struct Prober::Impl {
   ProberOptions opt;
+  const Clock* clock = &systemClock();
   uint32_t session = 0;
   std::vector<Flow> flows;
   int epfd = -1;
@@ -126,7 +117,7 @@ struct Prober::Impl {
       p.session = session;
       p.seq = f.next_seq;
       p.flow = f.spec.source_port();
-      p.send_ns = wallNs();
+      p.send_ns = clock->wallNs();
       const int err = sendProbe(f.fd, f.dst, encodeProbe(p));
       std::lock_guard lock(mu);
       if (err != 0) {
@@ -206,7 +197,7 @@ struct Prober::Impl {
               static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
         }
       }
-      if (rx_ns == 0) rx_ns = wallNs();
+      if (rx_ns == 0) rx_ns = clock->wallNs();
       ProbePacket r;
       if ((m.msg_flags & MSG_TRUNC) != 0 ||
           decodeProbe({buf, static_cast<size_t>(len)}, r) != DecodeError::kOk ||
@@ -300,7 +291,7 @@ struct Prober::Impl {
   }
 
   void closeWindows(double now) {
-    const double wall = static_cast<double>(wallNs()) * 1e-9;
+    const double wall = static_cast<double>(clock->wallNs()) * 1e-9;
     while (wall >= static_cast<double>(next_close) * opt.window_s + opt.timeout_s) {
       for (Flow& f : flows) closeWindow(f, next_close, now);
       ++next_close;
@@ -329,7 +320,7 @@ struct Prober::Impl {
     }
     for (size_t k = 0; k < tracing.size();) {
       Flow& f = flows[tracing[k]];
-      if (auto s = f.trace->poll(now, wallNs())) {
+      if (auto s = f.trace->poll(now, clock->wallNs())) {
         if (sendProbe(f.fd, f.dst, s->bytes, s->ttl) != 0) {
           std::lock_guard lock(mu);
           ++stats.send_errors;
@@ -339,7 +330,7 @@ struct Prober::Impl {
         ++k;
         continue;
       }
-      f.path = FlowPath{f.trace->result(), static_cast<double>(wallNs()) * 1e-9};
+      f.path = FlowPath{f.trace->result(), static_cast<double>(clock->wallNs()) * 1e-9};
       f.has_path = true;
       f.trace.reset();
       // Refresh later, jittered so traces of many flows do not bunch up.
@@ -367,14 +358,15 @@ struct Prober::Impl {
   void loop() {
     epoll_event events[64];
     while (!stopping.load(std::memory_order_relaxed)) {
-      double now = monoNow();
+      double now = clock->monoSeconds();
       sendDue(now);
       runTraces(now);
       closeWindows(now);
-      const double wake = nextWake(monoNow());
-      const int wait_ms = std::max(0, static_cast<int>(std::ceil((wake - monoNow()) * 1000.0)));
+      const double wake = nextWake(clock->monoSeconds());
+      const int wait_ms =
+          std::max(0, static_cast<int>(std::ceil((wake - clock->monoSeconds()) * 1000.0)));
       const int n = epoll_wait(epfd, events, 64, wait_ms);
-      now = monoNow();
+      now = clock->monoSeconds();
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == UINT32_MAX) return;  // wake-up: stop
         readFlow(events[k].data.u32, events[k].events, now);
@@ -389,6 +381,7 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
                                       std::vector<std::string>* errors) {
   auto impl = std::make_unique<Impl>();
   impl->opt = options;
+  if (options.clock) impl->clock = options.clock;
   if (!(impl->opt.window_s > 0)) impl->opt.window_s = 5;
   if (!(impl->opt.probes_per_second > 0)) impl->opt.probes_per_second = 1;
   std::random_device rd;
@@ -404,7 +397,7 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
   ev.data.u32 = UINT32_MAX;
   epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->wakefd, &ev);
 
-  const double now = monoNow();
+  const double now = impl->clock->monoSeconds();
   const double interval = 1.0 / impl->opt.probes_per_second;
   for (const v1::ProbeFlow& spec : flows) {
     FlowTuple t{spec.src_addr(), static_cast<uint16_t>(spec.source_port()), spec.dst_addr(),
@@ -442,7 +435,7 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
     fev.data.u32 = i;
     epoll_ctl(impl->epfd, EPOLL_CTL_ADD, f.fd, &fev);
   }
-  impl->next_close = impl->windowOf(wallNs());
+  impl->next_close = impl->windowOf(impl->clock->wallNs());
   impl->stats.flows = n;
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/clock.h"
 #include "collector/pathfinder.h"
 #include "netdiag/v1/collector.pb.h"
 
@@ -41,7 +42,8 @@ struct ProberOptions {
   double path_refresh_s = 60;  // 0: trace once only
   size_t max_concurrent_traces = 32;
   PathfinderOptions path;
-  uint64_t max_probes = 0;  // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  uint64_t max_probes = 0;       // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  const Clock* clock = nullptr;  // nullptr: systemClock(); must outlive the prober
 };
 
 struct ProberStats {
