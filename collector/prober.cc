@@ -20,8 +20,9 @@ namespace {
 // One probe sent and not yet in a closed window.
 struct Pending {
   uint32_t seq = 0;
-  int64_t window = 0;  // index w of the window ending at w * window_s
-  uint64_t send_ns = 0;
+  int64_t window = 0;     // index w of the window ending at w * window_s
+  uint64_t send_ns = 0;   // wall clock, on the wire: matches the reply to its probe
+  int64_t send_mono = 0;  // monotonic: RTTs
   bool answered = false;
   uint32_t received = 0;  // the responder's count echoed in the reply
   double rtt_us = 0;
@@ -118,6 +119,7 @@ struct Prober::Impl {
       p.seq = f.next_seq;
       p.flow = f.spec.source_port();
       p.send_ns = clock->wallNs();
+      const int64_t send_mono = clock->monoNs();
       const int err = sendProbe(f.fd, f.dst, encodeProbe(p));
       std::lock_guard lock(mu);
       if (err != 0) {
@@ -126,11 +128,14 @@ struct Prober::Impl {
       }
       ++stats.sent;
       ++f.next_seq;
-      f.pending.push_back(Pending{p.seq, windowOf(p.send_ns), p.send_ns, false, 0, 0});
+      f.pending.push_back(Pending{p.seq, windowOf(p.send_ns), p.send_ns, send_mono, false, 0, 0});
     }
   }
 
-  void onReply(Flow& f, const ProbePacket& r, uint64_t rx_ns, double now) {
+  // `rx_mono`: when the reply arrived, on the monotonic clock; `read_mono`:
+  // when it was read, the fallback should the arrival precede the send (the
+  // realtime clock stepped between arrival and read).
+  void onReply(Flow& f, const ProbePacket& r, int64_t rx_mono, int64_t read_mono, double now) {
     if (r.trace()) {
       if (f.trace) f.trace->onReply(r, now);
       return;
@@ -153,7 +158,8 @@ struct Prober::Impl {
     }
     p.answered = true;
     p.received = r.received;
-    p.rtt_us = rx_ns > p.send_ns ? static_cast<double>(rx_ns - p.send_ns) / 1000.0 : 0.0;
+    const int64_t rx = rx_mono >= p.send_mono ? rx_mono : read_mono;
+    p.rtt_us = rx > p.send_mono ? static_cast<double>(rx - p.send_mono) / 1000.0 : 0.0;
   }
 
   void readFlow(uint32_t i, uint32_t events, double now) {
@@ -188,16 +194,20 @@ struct Prober::Impl {
         }
         continue;
       }
-      uint64_t rx_ns = 0;
+      // The kernel's receive stamp is on the realtime clock: keep only its
+      // age, so a step of the wall clock cannot bias RTTs. Without a stamp,
+      // or one from the future (the clock stepped back meanwhile): now.
+      const int64_t read_mono = clock->monoNs();
+      int64_t rx_mono = read_mono;
       for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          rx_ns =
-              static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+          const int64_t age = kernelStampAgeNs(static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+                                               static_cast<uint64_t>(ts.tv_nsec));
+          if (age > 0) rx_mono -= age;
         }
       }
-      if (rx_ns == 0) rx_ns = clock->wallNs();
       ProbePacket r;
       if ((m.msg_flags & MSG_TRUNC) != 0 ||
           decodeProbe({buf, static_cast<size_t>(len)}, r) != DecodeError::kOk ||
@@ -206,7 +216,7 @@ struct Prober::Impl {
         ++stats.malformed;
         continue;
       }
-      onReply(f, r, rx_ns, now);
+      onReply(f, r, rx_mono, read_mono, now);
     }
   }
 
