@@ -71,10 +71,11 @@ struct Prober::Impl {
   std::thread thread;
   std::atomic<bool> stopping{false};
 
-  mutable std::mutex mu;  // guards the three below
+  mutable std::mutex mu;  // guards the four below
   std::vector<v1::Probe> out;
   ProberStats stats;
   std::map<std::string, FlowPath> paths;
+  std::map<std::string, PortHealth> health;  // by the flows' `src`
 
   // Thread-local state of the loop.
   using Due = std::pair<double, uint32_t>;
@@ -124,6 +125,7 @@ struct Prober::Impl {
       std::lock_guard lock(mu);
       if (err != 0) {
         ++stats.send_errors;  // not sent: the seq is reused
+        ++health[f.spec.src()].errors;
         continue;
       }
       ++stats.sent;
@@ -190,6 +192,7 @@ struct Prober::Impl {
             errno != EINTR) {
           std::lock_guard lock(mu);
           ++stats.receive_errors;
+          ++health[f.spec.src()].errors;
           break;
         }
         continue;
@@ -334,6 +337,7 @@ struct Prober::Impl {
         if (sendProbe(f.fd, f.dst, s->bytes, s->ttl) != 0) {
           std::lock_guard lock(mu);
           ++stats.send_errors;
+          ++health[f.spec.src()].errors;
         }
       }
       if (!f.trace->done()) {
@@ -405,23 +409,44 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u32 = UINT32_MAX;
-  epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->wakefd, &ev);
+  if (epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->wakefd, &ev) != 0) {
+    if (errors) errors->push_back(std::string("prober: epoll_ctl: ") + std::strerror(errno));
+    return nullptr;
+  }
 
   const double now = impl->clock->monoSeconds();
   const double interval = 1.0 / impl->opt.probes_per_second;
   for (const v1::ProbeFlow& spec : flows) {
     FlowTuple t{spec.src_addr(), static_cast<uint16_t>(spec.source_port()), spec.dst_addr(),
                 options.responder_port, options.dscp};
+    PortHealth& health = impl->health[spec.src()];
+    // A flow that cannot be set up is skipped, said and counted: probing it
+    // anyway would read as 100 % loss.
+    auto skip = [&](const std::string& why) {
+      if (errors) errors->push_back(why);
+      ++health.failed_flows;
+      ++impl->stats.setup_errors;
+    };
     std::string err;
     if (spec.source_port() == 0 || spec.source_port() > 65535) {
-      if (errors) errors->push_back("flow " + flowKey(spec) + ": source port out of range");
+      skip("flow " + flowKey(spec) + ": source port out of range");
       continue;
     }
     const int fd = openFlowSocket(t, &err);
     if (fd < 0) {
-      if (errors) errors->push_back(err);
+      skip(err);
       continue;
     }
+    // Replies are read only for sockets in the epoll set.
+    epoll_event fev{};
+    fev.events = EPOLLIN;
+    fev.data.u32 = static_cast<uint32_t>(impl->flows.size());
+    if (epoll_ctl(impl->epfd, EPOLL_CTL_ADD, fd, &fev) != 0) {
+      skip("flow " + flowKey(spec) + ": epoll_ctl: " + std::strerror(errno));
+      ::close(fd);
+      continue;
+    }
+    ++health.flows;
     Flow f;
     f.spec = spec;
     f.fd = fd;
@@ -440,10 +465,6 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
     Flow& f = impl->flows[i];
     f.next_send = now + interval * static_cast<double>(i) / static_cast<double>(n);
     impl->schedule.emplace(f.next_send, i);
-    epoll_event fev{};
-    fev.events = EPOLLIN;
-    fev.data.u32 = i;
-    epoll_ctl(impl->epfd, EPOLL_CTL_ADD, f.fd, &fev);
   }
   impl->next_close = impl->windowOf(impl->clock->wallNs());
   impl->stats.flows = n;
@@ -473,6 +494,11 @@ std::vector<v1::Probe> Prober::drain() {
 ProberStats Prober::stats() const {
   std::lock_guard lock(impl_->mu);
   return impl_->stats;
+}
+
+std::map<std::string, PortHealth> Prober::health() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->health;
 }
 
 std::map<std::string, FlowPath> Prober::paths() const {
