@@ -97,9 +97,9 @@ class ProberSource final : public Source {
         problems->push_back("... and " + std::to_string(errors.size() - 5) + " more flows skipped");
     }
     seen_errors_.clear();
-    std::vector<std::string> targets;
-    for (const v1::ProbeFlow& f : plan.flows()) targets.push_back(target(f.src()));
-    mutableStats().retain(targets);
+    targets_.clear();
+    for (const v1::ProbeFlow& f : plan.flows()) targets_.push_back(target(f.src()));
+    mutableStats().retain(targets_);
   }
 
   void collect(double wall_now, v1::Batch& out, std::vector<std::string>*) override {
@@ -120,6 +120,9 @@ class ProberSource final : public Source {
         seen = h.errors;
         mutableStats().record(target(src), ok, took, wall_now);
       }
+    } else {
+      // No prober (it could not start): every port of the plan is down.
+      for (const std::string& port : targets_) mutableStats().record(port, false, 0, wall_now);
     }
     m_sent_.set(static_cast<double>(t.sent));
     m_lost_.set(static_cast<double>(t.lost));
@@ -148,6 +151,7 @@ class ProberSource final : public Source {
   std::vector<v1::Probe> held_;                  // of a replaced prober, for the next batch
   ProbeTotals past_;                             // of replaced probers
   std::map<std::string, uint64_t> seen_errors_;  // PortHealth::errors at the last collect
+  std::vector<std::string> targets_;             // of the plan
   TotalCounter m_sent_, m_lost_, m_err_send_, m_err_recv_, m_err_malformed_, m_err_setup_,
       m_traces_;
   prometheus::Gauge* g_flows_ = nullptr;

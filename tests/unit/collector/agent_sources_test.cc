@@ -9,8 +9,11 @@
 #include <fstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "collector/responder.h"
 #include "tests/unit/collector/free_port.h"
@@ -221,6 +224,42 @@ TEST(AgentSources, ProberRunsThePlanAndFailsThePortWhoseFlowCannotBeSetUp) {
   EXPECT_TRUE(saw_flows);
   EXPECT_TRUE(saw_setup);
   source->stop();
+}
+
+TEST(AgentSources, AProberThatCannotStartFailsEveryPortOfThePlan) {
+  AgentConfig cfg;
+  cfg.node = "h1";
+  prometheus::Registry metrics;
+  auto source = create("prober", {cfg, metrics});
+  ASSERT_NE(source, nullptr);
+  v1::AgentPlan plan;
+  plan.set_version(1);
+  plan.set_responder_port(testing::freePort());
+  *plan.add_flows() = flow("h1:eth0", "127.0.0.1", testing::freePort());
+  *plan.add_flows() = flow("h1:eth1", "127.0.0.1", testing::freePort());
+  std::vector<std::string> problems;
+  {
+    // No file descriptor left: the prober's epoll_create1 fails (EMFILE).
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit none = saved;
+    none.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
+    source->applyScope({{}, &plan}, &problems);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  }
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("epoll"), std::string::npos) << problems[0];
+  v1::Batch batch;
+  source->collect(4000, batch, &problems);
+  const auto stats = source->stats().snapshot();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats.at("eth0").failures, 1u);
+  EXPECT_EQ(stats.at("eth1").failures, 1u);
+  EXPECT_EQ(batch.probes_size(), 0);
 }
 
 }  // namespace
