@@ -13,6 +13,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "collector/agent.h"
 #include "collector/agent_config.h"
 
@@ -21,10 +22,9 @@ namespace {
 
 void logLine(const std::string& msg) {
   // One line per message, timestamped, on stderr (data would go to stdout).
-  std::time_t t = std::time(nullptr);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  std::cerr << ts << " netdiag agent: " << msg << std::endl;
+  // Called from the agent's thread and the signal-waiting one: one string,
+  // one write, so lines do not interleave.
+  std::cerr << (utcTimestamp(std::time(nullptr)) + " netdiag agent: " + msg + "\n") << std::flush;
 }
 
 int runAgent(const std::string& config_file, const std::map<std::string, CLI::Option*>& flags,

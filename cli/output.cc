@@ -23,6 +23,15 @@ std::string withCommas(uint64_t n) {
   return out;
 }
 
+std::string utcTimestamp(std::time_t t) {
+  std::tm tm{};
+  char buf[32];
+  if (gmtime_r(&t, &tm) == nullptr ||
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    return "?";
+  return buf;
+}
+
 namespace {
 
 // An output stream buffer over a file descriptor we created ourselves (so

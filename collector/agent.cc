@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -14,44 +15,24 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
-#include "collector/counters.h"
-#include "collector/lldp.h"
-#include "collector/prober.h"
+#include "collector/agent_sources.h"
+#include "collector/clock.h"
 #include "collector/responder.h"
+#include "collector/scheduler.h"
+#include "collector/source_metrics.h"
 #include "collector/spool.h"
+#include "collector/total_counter.h"
 #include "collector/uplink.h"
 
 namespace netdiag::collector {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-double wallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wallNow() { return systemClock().wallSeconds(); }
 
-// A Prometheus counter fed from a running total kept elsewhere.
-struct TotalCounter {
-  prometheus::Counter* counter = nullptr;
-  double last = 0;
-  void set(double total) {
-    if (total > last) counter->Increment(total - last);
-    last = std::max(last, total);
-  }
-};
-
-// Running totals of the probers an agent has had (one per plan version).
-struct ProbeTotals {
-  uint64_t sent = 0, lost = 0, send_errors = 0, receive_errors = 0, malformed = 0, traces = 0;
-  void add(const ProberStats& s) {
-    sent += s.sent;
-    lost += s.lost;
-    send_errors += s.send_errors;
-    receive_errors += s.receive_errors;
-    malformed += s.malformed;
-    traces += s.traces;
-  }
-};
+// Polled sources' runs move by up to ±5 % of their interval.
+constexpr double kPollJitter = 0.1;
 
 }  // namespace
 
@@ -68,11 +49,9 @@ struct Agent::Impl {
 
   std::optional<v1::AgentPlan> plan;
   std::unique_ptr<Responder> responder;
-  std::unique_ptr<Prober> prober;
-  std::unique_ptr<CounterReader> counters;
-  std::unique_ptr<LldpCapture> lldp;
-  ProbeTotals past_probes;        // of probers already replaced
-  ResponderStats past_responder;  // likewise
+  std::vector<std::unique_ptr<Source>> sources;  // in registration order
+  std::unique_ptr<SourceMetrics> source_metrics;
+  ResponderStats past_responder;  // of responders already replaced
   v1::Batch pending;              // records waiting for the next batch
   std::set<std::string> logged;   // problems already logged once
 
@@ -80,13 +59,11 @@ struct Agent::Impl {
   std::condition_variable cv;
   bool stop = false;
 
-  // Metrics.
-  TotalCounter m_sent, m_lost, m_err_send, m_err_recv, m_err_malformed, m_traces;
+  // Metrics of the agent itself (each source exports its own).
   TotalCounter m_replies, m_resp_malformed, m_resp_limited;
   TotalCounter m_spool_dropped, m_up_sent, m_up_acked, m_up_reconnects, m_batches;
-  TotalCounter m_counter_errors, m_lldp_frames;
-  prometheus::Gauge *g_flows = nullptr, *g_plan = nullptr, *g_spool_batches = nullptr,
-                    *g_spool_bytes = nullptr, *g_connected = nullptr;
+  prometheus::Gauge *g_plan = nullptr, *g_spool_batches = nullptr, *g_spool_bytes = nullptr,
+                    *g_connected = nullptr;
   uint64_t batches = 0;
 
   void logOnce(const std::string& msg) {
@@ -99,17 +76,6 @@ struct Agent::Impl {
     auto counter = [&](const char* name, const char* help, const prometheus::Labels& labels = {}) {
       return TotalCounter{&BuildCounter().Name(name).Help(help).Register(*registry).Add(labels)};
     };
-    auto& errors = BuildCounter()
-                       .Name("netdiag_agent_probe_errors_total")
-                       .Help("Probe socket errors, by reason")
-                       .Register(*registry);
-    m_sent = counter("netdiag_agent_probes_sent_total", "Probes sent");
-    m_lost = counter("netdiag_agent_probes_lost_total",
-                     "Probes without a reply by their window's end plus the timeout");
-    m_err_send = TotalCounter{&errors.Add({{"reason", "send"}})};
-    m_err_recv = TotalCounter{&errors.Add({{"reason", "receive"}})};
-    m_err_malformed = TotalCounter{&errors.Add({{"reason", "malformed_reply"}})};
-    m_traces = counter("netdiag_agent_path_discoveries_total", "Path discoveries finished");
     auto& dropped = BuildCounter()
                         .Name("netdiag_agent_responder_dropped_total")
                         .Help("Datagrams the responder did not answer, by reason")
@@ -124,34 +90,35 @@ struct Agent::Impl {
         counter("netdiag_agent_uplink_batches_acked_total", "Batches the analyzer acknowledged");
     m_up_reconnects = counter("netdiag_agent_uplink_reconnects_total", "Uplink reconnects");
     m_batches = counter("netdiag_agent_batches_total", "Batches handed to the uplink");
-    m_counter_errors =
-        counter("netdiag_agent_counter_read_errors_total", "Problems reading port counters");
-    m_lldp_frames = counter("netdiag_agent_lldp_frames_total", "LLDP frames decoded");
     auto gauge = [&](const char* name, const char* help) {
       return &BuildGauge().Name(name).Help(help).Register(*registry).Add({});
     };
-    g_flows = gauge("netdiag_agent_flows", "Probe flows being probed");
     g_plan = gauge("netdiag_agent_plan_version", "Version of the probe plan in use (0: none)");
     g_spool_batches = gauge("netdiag_agent_spool_batches", "Batches in the spool");
     g_spool_bytes = gauge("netdiag_agent_spool_bytes", "Bytes of batches in the spool");
     g_connected =
         gauge("netdiag_agent_uplink_connected", "1 while the stream to the analyzer is up");
+    source_metrics = std::make_unique<SourceMetrics>(*registry, "netdiag_agent");
+  }
+
+  // Creates every registered source; false and *error when one cannot be.
+  bool createSources(std::string* error) {
+    AgentSourceRegistry reg;
+    registerAgentSources(reg);
+    const AgentSourceContext ctx{cfg, *registry};
+    for (const std::string& name : reg.names()) {
+      std::string err;
+      std::unique_ptr<Source> s = (*reg.find(name))(ctx, &err);
+      if (!s) {
+        *error = name + ": " + err;
+        return false;
+      }
+      sources.push_back(std::move(s));
+    }
+    return true;
   }
 
   void updateMetrics() {
-    ProbeTotals t = past_probes;
-    uint64_t flows = 0;
-    if (prober) {
-      const ProberStats s = prober->stats();
-      t.add(s);
-      flows = s.flows;
-    }
-    m_sent.set(static_cast<double>(t.sent));
-    m_lost.set(static_cast<double>(t.lost));
-    m_err_send.set(static_cast<double>(t.send_errors));
-    m_err_recv.set(static_cast<double>(t.receive_errors));
-    m_err_malformed.set(static_cast<double>(t.malformed));
-    m_traces.set(static_cast<double>(t.traces));
     ResponderStats r = past_responder;
     if (responder) {
       const ResponderStats s = responder->stats();
@@ -162,7 +129,6 @@ struct Agent::Impl {
     m_replies.set(static_cast<double>(r.replied));
     m_resp_malformed.set(static_cast<double>(r.malformed));
     m_resp_limited.set(static_cast<double>(r.rate_limited));
-    g_flows->Set(static_cast<double>(flows));
     g_plan->Set(plan ? static_cast<double>(plan->version()) : 0);
     g_spool_batches->Set(static_cast<double>(spool->batches()));
     g_spool_bytes->Set(static_cast<double>(spool->bytes()));
@@ -184,8 +150,9 @@ struct Agent::Impl {
     m_up_acked.set(static_cast<double>(u.acked));
     m_up_reconnects.set(static_cast<double>(u.reconnects));
     m_batches.set(static_cast<double>(batches));
-    if (counters) m_counter_errors.set(static_cast<double>(counters->errors()));
-    if (lldp) m_lldp_frames.set(static_cast<double>(lldp->frames()));
+    std::vector<const Source*> all;
+    for (const auto& s : sources) all.push_back(s.get());
+    source_metrics->update(all);
   }
 
   // The plan: from the file when configured, else from the analyzer.
@@ -217,11 +184,6 @@ struct Agent::Impl {
     return out;
   }
 
-  void drainProber() {
-    if (!prober) return;
-    for (v1::Probe& r : prober->drain()) *pending.add_probes() = std::move(r);
-  }
-
   void applyPlan(v1::AgentPlan next) {
     const bool port_changed =
         !plan || plan->responder_port() != next.responder_port() || !responder;
@@ -248,63 +210,25 @@ struct Agent::Impl {
       responder = Responder::start(ro, &err);
       if (!responder) log("responder not running: " + err);
     }
-    std::map<std::string, FlowPath> paths;
-    if (prober) {
-      paths = prober->paths();
-      prober->stop();
-      drainProber();
-      past_probes.add(prober->stats());
-      prober.reset();
-    }
-    ProberOptions po;
-    po.window_s = plan->window_s() > 0 ? plan->window_s() : 5;
-    po.probes_per_second =
-        plan->probes_per_second_per_flow() > 0 ? plan->probes_per_second_per_flow() : 1;
-    po.responder_port = static_cast<uint16_t>(plan->responder_port());
-    po.dscp = static_cast<uint8_t>(std::min<uint32_t>(plan->dscp(), 63));
-    po.timeout_s = cfg.probe_timeout;
-    po.path_refresh_s = cfg.path_refresh;
-    std::vector<std::string> errors;
-    prober =
-        Prober::start(po, {plan->flows().begin(), plan->flows().end()}, std::move(paths), &errors);
-    for (size_t i = 0; i < errors.size() && i < 5; ++i) log("flow skipped: " + errors[i]);
-    if (errors.size() > 5)
-      log("... and " + std::to_string(errors.size() - 5) + " more flows skipped");
-    const std::vector<std::string> ifs = interfaces();
-    if (!counters) {
-      counters = std::make_unique<CounterReader>(cfg.sysfs_root, cfg.node, ifs);
-    } else {
-      counters->setInterfaces(ifs);
-    }
-    if (cfg.lldp) {
-      if (!lldp) {
-        std::string err;
-        lldp = std::make_unique<LldpCapture>(cfg.node, ifs, &err);
-        if (!err.empty()) log("LLDP capture (needs CAP_NET_RAW): " + err);
-      } else {
-        lldp->setInterfaces(ifs);
-      }
+    const SourceScope scope{interfaces(), &*plan};
+    for (const auto& s : sources) {
+      std::vector<std::string> problems;
+      s->applyScope(scope, &problems);
+      for (const std::string& p : problems) log(p);
     }
   }
 
-  void readCounters() {
-    if (!counters) return;
-    std::vector<std::string> errors;
-    for (v1::PortCounters& c : counters->read(wallNow(), &errors))
-      *pending.add_ports() = std::move(c);
-    for (const std::string& e : errors) logOnce("counters: " + e);
+  void collect(Source& s) {
+    std::vector<std::string> problems;
+    s.collect(wallNow(), pending, &problems);
+    for (const std::string& e : problems) logOnce(s.name() + ": " + e);
   }
 
-  void pollLldp() {
-    if (!lldp) return;
-    std::vector<std::string> errors;
-    for (v1::LldpNeighbor& n : lldp->poll(wallNow(), &errors)) *pending.add_lldp() = std::move(n);
-    for (const std::string& e : errors) logOnce("lldp: " + e);
-  }
-
+  // Continuous sources hand over what they have; then one batch goes out.
   void flush() {
-    drainProber();
-    pollLldp();
+    for (const auto& s : sources) {
+      if (s->interval() == 0) collect(*s);
+    }
     if (pending.probes_size() + pending.ports_size() + pending.lldp_size() == 0) return;
     v1::Batch b;
     b.Swap(&pending);
@@ -313,63 +237,70 @@ struct Agent::Impl {
     ++batches;
   }
 
-  bool waitUntil(Clock::time_point t) {
+  bool waitUntil(double mono_s) {
+    using std::chrono::duration_cast;
+    const auto t = SteadyClock::time_point(
+        duration_cast<SteadyClock::duration>(std::chrono::duration<double>(mono_s)));
     std::unique_lock lock(mu);
     cv.wait_until(lock, t, [&] { return stop; });
     return stop;
   }
 
+  // The plan task: load, apply when changed; returns seconds to the next check.
+  double plan_backoff = 1;
+  std::string last_plan_error;
+  double refreshPlan() {
+    std::string err;
+    auto p = loadPlan(&err);
+    if (p) {
+      // A new version (or an edited plan file) replaces the plan in use.
+      if (!plan || p->version() != plan->version() ||
+          p->SerializeAsString() != plan->SerializeAsString()) {
+        applyPlan(*p);
+      }
+      plan_backoff = 1;
+      last_plan_error.clear();
+      return cfg.plan_refresh;
+    }
+    if (err != last_plan_error) log("no plan yet: " + err);
+    last_plan_error = err;
+    // Until a first plan arrives, retry sooner, backing off.
+    const double wait = plan ? cfg.plan_refresh : plan_backoff;
+    plan_backoff = std::min(plan_backoff * 2, cfg.plan_refresh);
+    return wait;
+  }
+
   void run() {
-    using std::chrono::duration_cast;
-    auto secs = [](double s) {
-      return duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-    };
-    Clock::time_point now = Clock::now();
-    Clock::time_point next_plan = now, next_batch = now + secs(cfg.batch_interval),
-                      next_counters = now;
-    double plan_backoff = 1;
-    std::string last_plan_error;
+    const Clock& clock = systemClock();
+    Scheduler scheduler(std::random_device{}());
+    const double start = clock.monoSeconds();
+    // Added in this order so that, due together, the plan comes first.
+    scheduler.selfTimed("plan", start, 0, [this](double) { return refreshPlan(); });
+    for (const auto& s : sources) {
+      if (s->interval() > 0) {
+        Source* src = s.get();
+        scheduler.every(src->name(), start, Cadence{src->interval(), kPollJitter, 0, false},
+                        [this, src](double) { collect(*src); });
+      }
+    }
+    scheduler.every("batch", start, Cadence{cfg.batch_interval, 0, cfg.batch_interval, false},
+                    [this](double) {
+                      flush();
+                      updateMetrics();
+                    });
     while (true) {
-      now = Clock::now();
-      if (now >= next_plan) {
-        std::string err;
-        auto p = loadPlan(&err);
-        if (p) {
-          // A new version (or an edited plan file) replaces the plan in use.
-          if (!plan || p->version() != plan->version() ||
-              p->SerializeAsString() != plan->SerializeAsString()) {
-            applyPlan(*p);
-          }
-          plan_backoff = 1;
-          last_plan_error.clear();
-          next_plan = now + secs(cfg.plan_refresh);
-        } else {
-          if (err != last_plan_error) log("no plan yet: " + err);
-          last_plan_error = err;
-          // Until a first plan arrives, retry sooner, backing off.
-          next_plan = now + secs(plan ? cfg.plan_refresh : plan_backoff);
-          plan_backoff = std::min(plan_backoff * 2, cfg.plan_refresh);
-        }
-      }
-      if (now >= next_counters) {
-        readCounters();
-        next_counters = now + secs(cfg.counters_interval);
-      }
-      if (now >= next_batch) {
-        flush();
-        updateMetrics();
-        next_batch += secs(cfg.batch_interval);
-        if (next_batch < now) next_batch = now + secs(cfg.batch_interval);
-      }
-      if (waitUntil(std::min({next_plan, next_batch, next_counters}))) break;
+      scheduler.runDue(clock.monoSeconds());
+      if (waitUntil(scheduler.nextDue())) break;
     }
     // Shutdown: last records into the spool; unacknowledged ones stay there.
-    if (prober) prober->stop();
-    readCounters();
+    for (const auto& s : sources) s->stop();
+    for (const auto& s : sources) {
+      if (s->interval() > 0) collect(*s);
+    }
     flush();
     updateMetrics();
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
-    while (Clock::now() < deadline && uplink->stats().connected && spool->batches() > 0) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (SteadyClock::now() < deadline && uplink->stats().connected && spool->batches() > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     uplink->stop();
@@ -408,6 +339,7 @@ std::unique_ptr<Agent> Agent::create(const AgentConfig& config, AgentLog log, st
   }
   impl->registry = std::make_shared<prometheus::Registry>();
   impl->setupMetrics();
+  if (!impl->createSources(error)) return nullptr;
   if (!config.metrics_address.empty()) {
     try {
       impl->exposer = std::make_unique<prometheus::Exposer>(config.metrics_address, 1);

@@ -3,11 +3,13 @@
 // `netdiag agent`: one process per host (or Linux switch). It gets its probe
 // plan from the analyzer (Uplink::fetchPlan, re-checked every plan_refresh
 // and applied when the version changes), answers peers' probes
-// (Responder), probes its own flows (Prober, with path discovery), reads
-// the monitored ports' counters (CounterReader) and LLDP neighbours
-// (LldpCapture), and every batch_interval hands what it has to the uplink
-// as one v1::Batch (spooled until the analyzer acknowledges it). Its own
-// Prometheus /metrics are served on metrics_address.
+// (Responder) and runs its sources (collector/agent_sources.h): it probes
+// its own flows (Prober, with path discovery), reads the monitored ports'
+// counters (CounterReader) and LLDP neighbours (LldpCapture). One scheduler
+// (collector/scheduler.h) polls the polled ones, and every batch_interval
+// the agent hands what they have to the uplink as one v1::Batch (spooled
+// until the analyzer acknowledges it). Its own Prometheus /metrics,
+// per-source ones included, are served on metrics_address.
 //
 // Privileges: probing, responding (any port above 1023; the default 7601)
 // and path discovery (UDP + IP_RECVERR) need none. Only LLDP capture needs

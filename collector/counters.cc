@@ -238,10 +238,13 @@ void CounterReader::mapRdma() {
   }
 }
 
-std::vector<v1::PortCounters> CounterReader::read(double now, std::vector<std::string>* errors) {
+std::vector<v1::PortCounters> CounterReader::read(double now, std::vector<std::string>* errors,
+                                                  std::vector<TargetPoll>* polls) {
   std::vector<v1::PortCounters> out;
   mapRdma();
   for (const std::string& ifname : interfaces_) {
+    const TargetPollTimer timer(polls, ifname,
+                                [this, before = errors_] { return errors_ == before; });
     const std::string dir = (fs::path(root_) / "class" / "net" / ifname).string();
     std::error_code ec;
     if (ifname.empty() || ifname.find('/') != std::string::npos || !fs::is_directory(dir, ec)) {

@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/source_stats.h"
 #include "netdiag/v1/collector.pb.h"
 
 namespace netdiag::collector {
@@ -74,8 +75,10 @@ class CounterReader {
   void setInterfaces(std::vector<std::string> interfaces);
 
   // One record per monitored interface present in sysfs, stamped t = now
-  // (wall-clock Unix seconds). Problems are appended to *errors if given.
-  std::vector<v1::PortCounters> read(double now, std::vector<std::string>* errors = nullptr);
+  // (wall-clock Unix seconds). Problems are appended to *errors if given;
+  // one outcome per interface to *polls (failed: missing, or any problem).
+  std::vector<v1::PortCounters> read(double now, std::vector<std::string>* errors = nullptr,
+                                     std::vector<TargetPoll>* polls = nullptr);
 
   uint64_t resets() const { return resets_; }
   uint64_t errors() const { return errors_; }  // messages produced so far

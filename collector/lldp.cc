@@ -312,7 +312,8 @@ void LldpCapture::setInterfaces(const std::vector<std::string>& interfaces) {
   ports_ = std::move(next);
 }
 
-std::vector<v1::LldpNeighbor> LldpCapture::poll(double now, std::vector<std::string>* errors) {
+std::vector<v1::LldpNeighbor> LldpCapture::poll(double now, std::vector<std::string>* errors,
+                                                std::vector<TargetPoll>* polls) {
   std::vector<v1::LldpNeighbor> out;
   auto report = [&](Port& port, const std::string& message) {
     if (message == port.last_error) return;  // once per failure, not per retry
@@ -320,6 +321,7 @@ std::vector<v1::LldpNeighbor> LldpCapture::poll(double now, std::vector<std::str
     if (errors) errors->push_back(message);
   };
   for (auto& [ifname, port] : ports_) {
+    const TargetPollTimer timer(polls, ifname, [h = &port.handle] { return *h != nullptr; });
     if (!port.handle) {
       if (now < port.retry_at) continue;
       std::string e;

@@ -17,6 +17,7 @@
 
 #include <pcap/pcap.h>
 
+#include "collector/source_stats.h"
 #include "netdiag/v1/collector.pb.h"
 
 namespace netdiag::collector {
@@ -112,8 +113,10 @@ class LldpCapture {
   // Drains the frames waiting on every handle (never blocks) and returns the
   // neighbours to report now, stamped t = now (wall-clock Unix seconds).
   // Malformed frames and capture failures are appended to *errors (a
-  // failure is reported once, not on every retry).
-  std::vector<v1::LldpNeighbor> poll(double now, std::vector<std::string>* errors = nullptr);
+  // failure is reported once, not on every retry). One outcome per
+  // interface to *polls: failed while it is not being captured.
+  std::vector<v1::LldpNeighbor> poll(double now, std::vector<std::string>* errors = nullptr,
+                                     std::vector<TargetPoll>* polls = nullptr);
 
   // File descriptors that become readable when frames wait, for an event
   // loop (poll(2)); -1 entries are skipped. Changes when handles reopen.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -18,20 +17,12 @@
 namespace netdiag::collector {
 namespace {
 
-double monoNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-uint64_t wallNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // One probe sent and not yet in a closed window.
 struct Pending {
   uint32_t seq = 0;
-  int64_t window = 0;  // index w of the window ending at w * window_s
-  uint64_t send_ns = 0;
+  int64_t window = 0;     // index w of the window ending at w * window_s
+  uint64_t send_ns = 0;   // wall clock, on the wire: matches the reply to its probe
+  int64_t send_mono = 0;  // monotonic: RTTs
   bool answered = false;
   uint32_t received = 0;  // the responder's count echoed in the reply
   double rtt_us = 0;
@@ -72,6 +63,7 @@ std::string flowKey(const v1::ProbeFlow& f) {
 
 struct Prober::Impl {
   ProberOptions opt;
+  const Clock* clock = &systemClock();
   uint32_t session = 0;
   std::vector<Flow> flows;
   int epfd = -1;
@@ -79,10 +71,11 @@ struct Prober::Impl {
   std::thread thread;
   std::atomic<bool> stopping{false};
 
-  mutable std::mutex mu;  // guards the three below
+  mutable std::mutex mu;  // guards the four below
   std::vector<v1::Probe> out;
   ProberStats stats;
   std::map<std::string, FlowPath> paths;
+  std::map<std::string, PortHealth> health;  // by the flows' `src`
 
   // Thread-local state of the loop.
   using Due = std::pair<double, uint32_t>;
@@ -126,20 +119,25 @@ struct Prober::Impl {
       p.session = session;
       p.seq = f.next_seq;
       p.flow = f.spec.source_port();
-      p.send_ns = wallNs();
+      p.send_ns = clock->wallNs();
+      const int64_t send_mono = clock->monoNs();
       const int err = sendProbe(f.fd, f.dst, encodeProbe(p));
       std::lock_guard lock(mu);
       if (err != 0) {
         ++stats.send_errors;  // not sent: the seq is reused
+        ++health[f.spec.src()].errors;
         continue;
       }
       ++stats.sent;
       ++f.next_seq;
-      f.pending.push_back(Pending{p.seq, windowOf(p.send_ns), p.send_ns, false, 0, 0});
+      f.pending.push_back(Pending{p.seq, windowOf(p.send_ns), p.send_ns, send_mono, false, 0, 0});
     }
   }
 
-  void onReply(Flow& f, const ProbePacket& r, uint64_t rx_ns, double now) {
+  // `rx_mono`: when the reply arrived, on the monotonic clock; `read_mono`:
+  // when it was read, the fallback should the arrival precede the send (the
+  // realtime clock stepped between arrival and read).
+  void onReply(Flow& f, const ProbePacket& r, int64_t rx_mono, int64_t read_mono, double now) {
     if (r.trace()) {
       if (f.trace) f.trace->onReply(r, now);
       return;
@@ -162,7 +160,8 @@ struct Prober::Impl {
     }
     p.answered = true;
     p.received = r.received;
-    p.rtt_us = rx_ns > p.send_ns ? static_cast<double>(rx_ns - p.send_ns) / 1000.0 : 0.0;
+    const int64_t rx = rx_mono >= p.send_mono ? rx_mono : read_mono;
+    p.rtt_us = rx > p.send_mono ? static_cast<double>(rx - p.send_mono) / 1000.0 : 0.0;
   }
 
   void readFlow(uint32_t i, uint32_t events, double now) {
@@ -193,20 +192,25 @@ struct Prober::Impl {
             errno != EINTR) {
           std::lock_guard lock(mu);
           ++stats.receive_errors;
+          ++health[f.spec.src()].errors;
           break;
         }
         continue;
       }
-      uint64_t rx_ns = 0;
+      // The kernel's receive stamp is on the realtime clock: keep only its
+      // age, so a step of the wall clock cannot bias RTTs. Without a stamp,
+      // or one from the future (the clock stepped back meanwhile): now.
+      const int64_t read_mono = clock->monoNs();
+      int64_t rx_mono = read_mono;
       for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          rx_ns =
-              static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+          const int64_t age = kernelStampAgeNs(static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+                                               static_cast<uint64_t>(ts.tv_nsec));
+          if (age > 0) rx_mono -= age;
         }
       }
-      if (rx_ns == 0) rx_ns = wallNs();
       ProbePacket r;
       if ((m.msg_flags & MSG_TRUNC) != 0 ||
           decodeProbe({buf, static_cast<size_t>(len)}, r) != DecodeError::kOk ||
@@ -215,7 +219,7 @@ struct Prober::Impl {
         ++stats.malformed;
         continue;
       }
-      onReply(f, r, rx_ns, now);
+      onReply(f, r, rx_mono, read_mono, now);
     }
   }
 
@@ -300,7 +304,7 @@ struct Prober::Impl {
   }
 
   void closeWindows(double now) {
-    const double wall = static_cast<double>(wallNs()) * 1e-9;
+    const double wall = static_cast<double>(clock->wallNs()) * 1e-9;
     while (wall >= static_cast<double>(next_close) * opt.window_s + opt.timeout_s) {
       for (Flow& f : flows) closeWindow(f, next_close, now);
       ++next_close;
@@ -329,17 +333,18 @@ struct Prober::Impl {
     }
     for (size_t k = 0; k < tracing.size();) {
       Flow& f = flows[tracing[k]];
-      if (auto s = f.trace->poll(now, wallNs())) {
+      if (auto s = f.trace->poll(now, clock->wallNs())) {
         if (sendProbe(f.fd, f.dst, s->bytes, s->ttl) != 0) {
           std::lock_guard lock(mu);
           ++stats.send_errors;
+          ++health[f.spec.src()].errors;
         }
       }
       if (!f.trace->done()) {
         ++k;
         continue;
       }
-      f.path = FlowPath{f.trace->result(), static_cast<double>(wallNs()) * 1e-9};
+      f.path = FlowPath{f.trace->result(), static_cast<double>(clock->wallNs()) * 1e-9};
       f.has_path = true;
       f.trace.reset();
       // Refresh later, jittered so traces of many flows do not bunch up.
@@ -367,14 +372,15 @@ struct Prober::Impl {
   void loop() {
     epoll_event events[64];
     while (!stopping.load(std::memory_order_relaxed)) {
-      double now = monoNow();
+      double now = clock->monoSeconds();
       sendDue(now);
       runTraces(now);
       closeWindows(now);
-      const double wake = nextWake(monoNow());
-      const int wait_ms = std::max(0, static_cast<int>(std::ceil((wake - monoNow()) * 1000.0)));
+      const double wake = nextWake(clock->monoSeconds());
+      const int wait_ms =
+          std::max(0, static_cast<int>(std::ceil((wake - clock->monoSeconds()) * 1000.0)));
       const int n = epoll_wait(epfd, events, 64, wait_ms);
-      now = monoNow();
+      now = clock->monoSeconds();
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == UINT32_MAX) return;  // wake-up: stop
         readFlow(events[k].data.u32, events[k].events, now);
@@ -389,6 +395,7 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
                                       std::vector<std::string>* errors) {
   auto impl = std::make_unique<Impl>();
   impl->opt = options;
+  if (options.clock) impl->clock = options.clock;
   if (!(impl->opt.window_s > 0)) impl->opt.window_s = 5;
   if (!(impl->opt.probes_per_second > 0)) impl->opt.probes_per_second = 1;
   std::random_device rd;
@@ -402,23 +409,44 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u32 = UINT32_MAX;
-  epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->wakefd, &ev);
+  if (epoll_ctl(impl->epfd, EPOLL_CTL_ADD, impl->wakefd, &ev) != 0) {
+    if (errors) errors->push_back(std::string("prober: epoll_ctl: ") + std::strerror(errno));
+    return nullptr;
+  }
 
-  const double now = monoNow();
+  const double now = impl->clock->monoSeconds();
   const double interval = 1.0 / impl->opt.probes_per_second;
   for (const v1::ProbeFlow& spec : flows) {
     FlowTuple t{spec.src_addr(), static_cast<uint16_t>(spec.source_port()), spec.dst_addr(),
                 options.responder_port, options.dscp};
+    PortHealth& health = impl->health[spec.src()];
+    // A flow that cannot be set up is skipped, said and counted: probing it
+    // anyway would read as 100 % loss.
+    auto skip = [&](const std::string& why) {
+      if (errors) errors->push_back(why);
+      ++health.failed_flows;
+      ++impl->stats.setup_errors;
+    };
     std::string err;
     if (spec.source_port() == 0 || spec.source_port() > 65535) {
-      if (errors) errors->push_back("flow " + flowKey(spec) + ": source port out of range");
+      skip("flow " + flowKey(spec) + ": source port out of range");
       continue;
     }
     const int fd = openFlowSocket(t, &err);
     if (fd < 0) {
-      if (errors) errors->push_back(err);
+      skip(err);
       continue;
     }
+    // Replies are read only for sockets in the epoll set.
+    epoll_event fev{};
+    fev.events = EPOLLIN;
+    fev.data.u32 = static_cast<uint32_t>(impl->flows.size());
+    if (epoll_ctl(impl->epfd, EPOLL_CTL_ADD, fd, &fev) != 0) {
+      skip("flow " + flowKey(spec) + ": epoll_ctl: " + std::strerror(errno));
+      ::close(fd);
+      continue;
+    }
+    ++health.flows;
     Flow f;
     f.spec = spec;
     f.fd = fd;
@@ -437,12 +465,8 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
     Flow& f = impl->flows[i];
     f.next_send = now + interval * static_cast<double>(i) / static_cast<double>(n);
     impl->schedule.emplace(f.next_send, i);
-    epoll_event fev{};
-    fev.events = EPOLLIN;
-    fev.data.u32 = i;
-    epoll_ctl(impl->epfd, EPOLL_CTL_ADD, f.fd, &fev);
   }
-  impl->next_close = impl->windowOf(wallNs());
+  impl->next_close = impl->windowOf(impl->clock->wallNs());
   impl->stats.flows = n;
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
@@ -470,6 +494,11 @@ std::vector<v1::Probe> Prober::drain() {
 ProberStats Prober::stats() const {
   std::lock_guard lock(impl_->mu);
   return impl_->stats;
+}
+
+std::map<std::string, PortHealth> Prober::health() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->health;
 }
 
 std::map<std::string, FlowPath> Prober::paths() const {

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/clock.h"
 #include "collector/pathfinder.h"
 #include "netdiag/v1/collector.pb.h"
 
@@ -41,7 +42,8 @@ struct ProberOptions {
   double path_refresh_s = 60;  // 0: trace once only
   size_t max_concurrent_traces = 32;
   PathfinderOptions path;
-  uint64_t max_probes = 0;  // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  uint64_t max_probes = 0;       // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  const Clock* clock = nullptr;  // nullptr: systemClock(); must outlive the prober
 };
 
 struct ProberStats {
@@ -51,12 +53,20 @@ struct ProberStats {
   uint64_t lost = 0;      // probes in closed windows without a reply
   uint64_t send_errors = 0;
   uint64_t receive_errors = 0;
-  uint64_t malformed = 0;    // datagrams on a flow socket that are no valid reply of it
-  uint64_t late = 0;         // replies after their window closed, or duplicates
-  uint64_t icmp_errors = 0;  // error-queue entries not used by path discovery
-  uint64_t skipped = 0;      // sends skipped because the loop fell behind
-  uint64_t traces = 0;       // path discoveries finished
-  uint64_t records = 0;      // records produced
+  uint64_t malformed = 0;     // datagrams on a flow socket that are no valid reply of it
+  uint64_t late = 0;          // replies after their window closed, or duplicates
+  uint64_t icmp_errors = 0;   // error-queue entries not used by path discovery
+  uint64_t skipped = 0;       // sends skipped because the loop fell behind
+  uint64_t traces = 0;        // path discoveries finished
+  uint64_t records = 0;       // records produced
+  uint64_t setup_errors = 0;  // flows of the plan skipped: no socket, bind or epoll registration
+};
+
+// One local port's flows (keyed by the flows' `src`, "node:if").
+struct PortHealth {
+  uint32_t flows = 0;         // probing
+  uint32_t failed_flows = 0;  // could not be set up (also in *errors of start())
+  uint64_t errors = 0;        // send and receive errors so far
 };
 
 // The path last found for a flow.
@@ -71,7 +81,8 @@ std::string flowKey(const v1::ProbeFlow& f);
 class Prober {
  public:
   // Opens every flow's socket and starts probing. A flow whose socket cannot
-  // be opened is skipped with a message in *errors. `known_paths` seeds the
+  // be opened or watched is skipped with a message in *errors and counted
+  // (setup_errors, PortHealth::failed_flows). `known_paths` seeds the
   // path cache (e.g. from the prober this one replaces).
   static std::unique_ptr<Prober> start(const ProberOptions& options,
                                        const std::vector<v1::ProbeFlow>& flows,
@@ -84,6 +95,7 @@ class Prober {
   // Records of the windows closed since the last call.
   std::vector<v1::Probe> drain();
   ProberStats stats() const;
+  std::map<std::string, PortHealth> health() const;
   std::map<std::string, FlowPath> paths() const;
   // Stops probing; windows not yet closed are dropped.
   void stop();

@@ -4,6 +4,7 @@
 
 #include "collector/prober.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -196,6 +197,59 @@ TEST(Prober, UnansweredFlowLosesEverythingWithoutASplit) {
   EXPECT_EQ(t.lost, 10u);
   EXPECT_EQ(t.unsplit, 10u);
   EXPECT_GT(prober->stats().icmp_errors, 0u);  // port unreachable, read off the error queue
+}
+
+// The real monotonic clock under a wall clock the test steps, as NTP or an
+// operator would.
+class SteppedWallClock final : public Clock {
+ public:
+  uint64_t wallNs() const override {
+    return systemClock().wallNs() + static_cast<uint64_t>(step_ns.load());
+  }
+  int64_t monoNs() const override { return systemClock().monoNs(); }
+  std::atomic<int64_t> step_ns{0};
+};
+
+TEST(Prober, RttsDoNotFollowAWallClockStep) {
+  ResponderOptions ro;
+  ro.address = "127.0.0.1";
+  ro.port = 0;
+  std::string err;
+  auto responder = Responder::start(ro, &err);
+  ASSERT_NE(responder, nullptr) << err;
+
+  SteppedWallClock clock;
+  ProberOptions po;
+  po.window_s = 0.4;
+  po.probes_per_second = 50;
+  po.responder_port = responder->port();
+  po.timeout_s = 2;
+  po.discover_paths = false;
+  po.max_probes = 40;
+  po.clock = &clock;
+  std::vector<std::string> errors;
+  auto prober = Prober::start(po, {flowTo("127.0.0.1", freePort())}, {}, &errors);
+  ASSERT_NE(prober, nullptr);
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  const auto t0 = std::chrono::steady_clock::now();
+  while (prober->stats().sent < 10 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_GE(prober->stats().sent, 10u);
+  const double stepped_at = systemClock().wallSeconds();
+  clock.step_ns = 1000'000'000'000;  // 1000 s ahead
+  const auto records = runToEnd(*prober, 40, 15);
+  // sum() checks every RTT p50 lies in (0, 1 s): a difference of wall
+  // readings would be about -1000 s here (clamped to 0).
+  const Totals t = sum(records, po.window_s);
+  EXPECT_EQ(t.sent, 40u);
+  // Windows close by the wall clock, so the probe in flight at the step may
+  // count as lost; no other.
+  EXPECT_LE(t.lost, 1u);
+  // Records stay stamped on the wall clock, step included.
+  double newest = 0;
+  for (const v1::Probe& r : records) newest = std::max(newest, r.t());
+  EXPECT_GT(newest, stepped_at + 900);
 }
 
 TEST(Prober, ReportsFlowsItCannotOpen) {

@@ -1,0 +1,128 @@
+// The whole agent with a fixed plan over a fake sysfs tree, its analyzer
+// away (batches spool): its sources run on the scheduler and show up,
+// per source and target, on its real /metrics endpoint.
+
+#include "collector/agent.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/unit/collector/free_port.h"
+
+namespace netdiag::collector {
+namespace {
+
+namespace fs = std::filesystem;
+
+// GET /metrics over a plain socket; "" when it fails.
+std::string scrape(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+        out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// The value of the series whose line starts with `series` (name and labels).
+std::optional<double> value(const std::string& text, const std::string& series) {
+  size_t at = 0;
+  while ((at = text.find(series + " ", at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
+    ++at;
+  }
+  return std::nullopt;
+}
+
+TEST(Agent, RunsItsSourcesAndExportsTheirPollsPerTarget) {
+  const fs::path dir = fs::temp_directory_path() / ("netdiag-agent-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path eth = dir / "sys/class/net/nd-a0";
+  fs::create_directories(eth / "statistics");
+  std::ofstream(eth / "operstate") << "up\n";
+  std::ofstream(eth / "carrier_changes") << "1\n";
+  for (const char* f :
+       {"rx_packets", "tx_packets", "rx_errors", "rx_crc_errors", "rx_dropped", "tx_dropped"})
+    std::ofstream(eth / "statistics" / f) << "5\n";
+  // nd-b0 is in the plan, not in sysfs.
+  std::ofstream(dir / "plan.json")
+      << R"({"version": 7, "responder_port": )" << testing::freePort()
+      << R"(, "window_s": 1, "monitored_ports": ["h1:nd-a0", "h1:nd-b0"]})";
+
+  AgentConfig cfg;
+  cfg.node = "h1";
+  cfg.analyzer = "127.0.0.1:" + std::to_string(testing::freePort());  // nobody there
+  cfg.metrics_address = "127.0.0.1:0";
+  cfg.plan_file = (dir / "plan.json").string();
+  cfg.sysfs_root = (dir / "sys").string();
+  cfg.batch_interval = 0.1;
+  cfg.counters_interval = 0.1;
+  cfg.responder_address = "127.0.0.1";
+  cfg.lldp = false;
+  std::string error;
+  auto agent = Agent::create(cfg, nullptr, &error);
+  ASSERT_NE(agent, nullptr) << error;
+  ASSERT_GT(agent->metricsPort(), 0);
+  std::thread runner([&] { agent->run(); });
+
+  const std::string ok = R"(netdiag_agent_source_polls_total{source="counters",target="nd-a0"})";
+  const std::string bad =
+      R"(netdiag_agent_source_poll_failures_total{source="counters",target="nd-b0"})";
+  std::string text;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    text = scrape(agent->metricsPort());
+    if (value(text, ok).value_or(0) >= 2 && value(text, bad).value_or(0) >= 2 &&
+        value(text, "netdiag_agent_batches_total").value_or(0) >= 2)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  agent->requestStop();
+  runner.join();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+
+  EXPECT_GE(value(text, ok).value_or(0), 2) << text;
+  EXPECT_EQ(
+      value(text, R"(netdiag_agent_source_poll_failures_total{source="counters",target="nd-a0"})"),
+      0);
+  EXPECT_GE(value(text, bad).value_or(0), 2);
+  EXPECT_EQ(
+      value(
+          text,
+          R"(netdiag_agent_source_last_success_timestamp_seconds{source="counters",target="nd-b0"})"),
+      0);
+  EXPECT_GT(
+      value(
+          text,
+          R"(netdiag_agent_source_last_success_timestamp_seconds{source="counters",target="nd-a0"})")
+          .value_or(0),
+      1e9);
+  EXPECT_EQ(value(text, "netdiag_agent_plan_version"), 7);
+  EXPECT_EQ(value(text, "netdiag_agent_flows"), 0);
+  EXPECT_GE(value(text, "netdiag_agent_batches_total").value_or(0), 2);
+  EXPECT_GE(value(text, "netdiag_agent_counter_read_errors_total").value_or(0),
+            2);  // nd-b0, each read
+}
+
+}  // namespace
+}  // namespace netdiag::collector
