@@ -15,6 +15,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/engine_options.h"
+#include "cli/plan_sizing.h"
 #include "server/daemon.h"
 #include "topology/loader.h"
 
@@ -27,6 +28,7 @@ struct AnalyzerOptions {
   std::string web_listen = "127.0.0.1:9600";
   std::string db = "netdiag.db";
   double probe_rate = 100;
+  double max_probe_rate = planner::kDefaultMaxProbesPerSecond;
   int flows_per_peer = 4;
   int peers = 0;
   double window_s = 5;
@@ -78,6 +80,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.delay_s = o.delay_s;
   d.live.max_future_s = o.max_future_s;
   d.live.budget.probes_per_second = o.probe_rate;
+  d.live.sizing.max_probes_per_second = o.max_probe_rate;
   d.live.budget.flows_per_peer = o.flows_per_peer;
   d.live.budget.peers = o.peers;
   d.live.budget.window_s = o.window_s;
@@ -116,8 +119,12 @@ int runAnalyzer(const AnalyzerOptions& o) {
             << (o.db.empty() ? std::string("no database") : "incidents in " + o.db) << '\n'
             << me << "listening: grpc=" << grpc_host << ':' << daemon->grpcPort()
             << (tls ? (o.tls_ca.empty() ? " (TLS)" : " (mutual TLS)") : " (plaintext)")
-            << " http=http://" << web_host << ':' << daemon->httpPort() << '\n'
-            << std::flush;
+            << " http=http://" << web_host << ':' << daemon->httpPort() << '\n';
+  const planner::Sizing& sizing = daemon->analyzer().planSizing();
+  for (const std::string& l : sizingLines(sizing, "--max-probe-rate")) {
+    std::cerr << me << (sizing.below > 0 ? "warning: " : "") << "probe plan: " << l << '\n';
+  }
+  std::cerr << std::flush;
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -142,7 +149,14 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "HTTP listener: /api/v1/..., /metrics, /healthz, /readyz, /")
       ->capture_default_str();
   cmd->add_option("--db", o->db, "SQLite file for incidents ('' for none)")->capture_default_str();
-  cmd->add_option("--probe-rate", o->probe_rate, "Probes per second per host port (plan budget)")
+  cmd->add_option("--probe-rate", o->probe_rate,
+                  "Probes per second per host port (plan budget; the base, raised within "
+                  "--max-probe-rate where the coverage target needs it)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-probe-rate", o->max_probe_rate,
+                  "Cap of the raised probe rate per host port (at or below --probe-rate: never "
+                  "raised)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--flows-per-peer", o->flows_per_peer, "UDP source ports per peer")

@@ -13,9 +13,11 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/plan_sizing.h"
 #include "planner/coverage.h"
 #include "planner/fabric_index.h"
 #include "planner/plan.h"
+#include "planner/sizing.h"
 #include "topology/loader.h"
 
 namespace netdiag::cli {
@@ -32,6 +34,7 @@ struct PlanOptions {
   std::vector<std::string> drain;
   std::vector<std::string> absent;
   CoverageTarget target;
+  double max_probes_per_second = kDefaultMaxProbesPerSecond;
   bool json = false;
   std::string output_plan;
 };
@@ -87,6 +90,10 @@ json tierJson(const TierCoverage& tc) {
 int runPlan(const PlanOptions& o) {
   auto problems = validate(o.budget);
   if (o.target.min_flows < 1) problems.push_back("--min-flows must be >= 1");
+  if (!(o.max_probes_per_second > 0) || o.max_probes_per_second > kMaxProbesPerSecond) {
+    problems.push_back("--max-probes-per-second must be in (0, " + num(kMaxProbesPerSecond, 6) +
+                       "]");
+  }
   if (!problems.empty()) {
     for (const auto& p : problems) std::cerr << "netdiag plan: " << p << '\n';
     return kExitError;
@@ -123,13 +130,13 @@ int runPlan(const PlanOptions& o) {
 
   auto start = std::chrono::steady_clock::now();
   FabricIndex idx(t, c);
-  Plan plan = makePlan(idx, o.budget, o.seed);
-  auto planned = std::chrono::steady_clock::now();
-  CoverageReport r = computeCoverage(idx, plan, o.target, 10);
-  auto covered = std::chrono::steady_clock::now();
-  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-  std::cerr << "netdiag plan: planned in " << num(secs(start, planned)) << " s, coverage in "
-            << num(secs(planned, covered)) << " s\n";
+  SizedPlan sized = sizePlan(idx, o.budget, o.seed, {o.target, o.max_probes_per_second}, 10);
+  const Plan& plan = sized.plan;
+  const CoverageReport& r = sized.coverage;
+  const Sizing& sizing = sized.sizing;
+  auto done = std::chrono::steady_clock::now();
+  std::cerr << "netdiag plan: planned and covered in "
+            << num(std::chrono::duration<double>(done - start).count()) << " s\n";
 
   if (!o.output_plan.empty()) {
     std::string err =
@@ -141,6 +148,7 @@ int runPlan(const PlanOptions& o) {
   }
 
   const size_t flows = plan.flowCount();
+  const double rate = plan.budget.probes_per_second;
   const double per_flow = plan.ports.empty() ? 0 : plan.ports.front().probes_per_second_per_flow;
   if (o.json) {
     json tiers = json::array();
@@ -155,7 +163,9 @@ int runPlan(const PlanOptions& o) {
     }
     json out = {{"file", o.file},
                 {"budget",
-                 {{"probes_per_second", o.budget.probes_per_second},
+                 {{"probes_per_second", rate},
+                  {"base_probes_per_second", sizing.base_probes_per_second},
+                  {"max_probes_per_second", sizing.cap_probes_per_second},
                   {"flows_per_peer", o.budget.flows_per_peer},
                   {"peers", plan.peers},
                   {"peers_derived", o.budget.peers == 0},
@@ -181,8 +191,18 @@ int runPlan(const PlanOptions& o) {
                   {"median_probes_per_minute", r.median_probes_per_minute},
                   {"min_probability_at_least_m", r.min_probability},
                   {"union_bound_miss", r.union_miss},
+                  {"below_target_flows", r.below_flows},
+                  {"below_target_probes", r.below_probes},
                   {"tiers", tiers},
-                  {"weakest", weakest}}}};
+                  {"weakest", weakest}}},
+                {"sizing",
+                 {{"base_probes_per_second", sizing.base_probes_per_second},
+                  {"needed_probes_per_second", sizing.needed_probes_per_second},
+                  {"max_probes_per_second", sizing.cap_probes_per_second},
+                  {"served_probes_per_second", sizing.served_probes_per_second},
+                  {"below_target_at_base", sizing.below_at_base},
+                  {"raised", sizing.raised()},
+                  {"capped", sizing.capped()}}}};
     std::cout << out.dump(2) << '\n';
     return r.below == 0 ? kExitOk : kExitFindings;
   }
@@ -190,8 +210,9 @@ int runPlan(const PlanOptions& o) {
   std::cout << "fabric      " << (t.name.empty() ? o.file : t.name) << " ("
             << withCommas(idx.hostPorts().size()) << " plannable host ports, "
             << withCommas(t.dirLinkCount()) << " directed links)\n"
-            << "budget      " << num(o.budget.probes_per_second) << " probes/s per host port, "
-            << o.budget.flows_per_peer << " flows per peer, " << plan.peers << " peers"
+            << "budget      " << num(rate) << " probes/s per host port"
+            << (sizing.raised() ? " (raised from " + num(sizing.base_probes_per_second) + ")" : "")
+            << ", " << o.budget.flows_per_peer << " flows per peer, " << plan.peers << " peers"
             << (o.budget.peers == 0 ? " (derived)" : "") << ", " << num(o.budget.window_s)
             << " s windows\n"
             << "plan        version " << plan.version << ", seed " << plan.seed << ": "
@@ -222,6 +243,9 @@ int runPlan(const PlanOptions& o) {
     std::cout << line << t.dirLinkName(d) << '\n';
   }
   std::cout << '\n';
+  for (const std::string& l : sizingLines(sizing, "--max-probes-per-second")) {
+    std::cout << "sizing      " << l << '\n';
+  }
   if (r.excluded > 0) {
     std::cout << withCommas(r.excluded)
               << " directed links excluded (drained, or access links of absent hosts)\n";
@@ -250,7 +274,11 @@ void addPlanCommand(CLI::App& app, int& exit_code) {
       "coverage (exit 1: some link below the coverage target)");
   plan->add_option("TOPO", o->file, "Topology file (YAML or JSON)")->required();
   plan->add_option("--probes-per-second", o->budget.probes_per_second,
-                   "Probes per second per host port")
+                   "Probes per second per host port (the base; raised within "
+                   "--max-probes-per-second where the coverage target needs it)")
+      ->capture_default_str();
+  plan->add_option("--max-probes-per-second", o->max_probes_per_second,
+                   "Cap of the raised rate (at or below --probes-per-second: never raised)")
       ->capture_default_str();
   plan->add_option("--flows-per-peer", o->budget.flows_per_peer,
                    "Flows (UDP source ports) per peer")

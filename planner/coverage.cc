@@ -198,10 +198,13 @@ CoverageReport computeCoverage(const FabricIndex& idx, const Plan& plan,
     double miss =
         access ? (r.flows[d] + 1e-9 >= m ? 0.0 : 1.0) : poissonBelow(r.flows[d], target.min_flows);
     r.p_at_least[d] = 1 - miss;
-    bool below = miss > target.max_miss_probability ||
-                 r.probes_per_minute[d] + 1e-9 < target.min_probes_per_minute;
+    const bool few_flows = miss > target.max_miss_probability;
+    const bool few_probes = r.probes_per_minute[d] + 1e-9 < target.min_probes_per_minute;
+    const bool below = few_flows || few_probes;
     r.status[d] = below ? LinkStatus::kBelow : LinkStatus::kCovered;
     r.below += below ? 1 : 0;
+    r.below_flows += few_flows ? 1 : 0;
+    r.below_probes += few_probes ? 1 : 0;
     r.union_miss += miss;
     counted.push_back(d);
     by_tier[roleText(topo.node(a)) + "->" + roleText(topo.node(b))].push_back(d);

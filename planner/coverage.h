@@ -81,6 +81,8 @@ struct CoverageReport {
   size_t unroutable_flows = 0;  // no path (a cut-off switch)
   size_t links = 0;             // directed links counted (not excluded)
   size_t below = 0;
+  size_t below_flows = 0;   // of those below, short of distinct flows (P(X < m) > miss)
+  size_t below_probes = 0;  // of those below, short of probes per minute (either or both)
   size_t excluded = 0;
   double min_flows = 0, median_flows = 0;
   double min_probes_per_minute = 0, median_probes_per_minute = 0;

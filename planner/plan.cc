@@ -39,31 +39,44 @@ struct PeerClass {
   int take = 0;
 };
 
+// What derivation gives a budget with peers == 0.
+struct Derived {
+  int peers = 0;         // per host port, the same-leaf peer included
+  int remote_flows = 0;  // flows to remote peers per host port the fabric's shape asks for
+};
+
 class Planner {
  public:
-  Planner(const FabricIndex& idx, const Budget& budget, uint64_t seed, int peers)
-      : idx_(idx), topo_(idx.topology()), budget_(budget), seed_(seed), peers_(peers) {}
+  Planner(const FabricIndex& idx, const Budget& budget, uint64_t seed, int peers, int remote_flows)
+      : idx_(idx),
+        topo_(idx.topology()),
+        budget_(budget),
+        seed_(seed),
+        peers_(peers),
+        remote_flows_(remote_flows) {}
 
   void planEdge(uint32_t e, std::vector<PortPlan>& out) {
     auto ports = idx_.portsAt(e);
     if (ports.empty()) return;
     buildClasses(e);
     const bool same_leaf = ports.size() > 1;
-    int remote = peers_ - (same_leaf ? 1 : 0);
-    allocate(remote);
+    const bool local = same_leaf && peers_ > 0;
+    const int remote = peers_ - (same_leaf ? 1 : 0);
+    const int per_remote = remoteFlowsPerPeer(allocate(remote), local);
     std::vector<PortId> peers;
     for (PortId p : ports) {
       peers.clear();
-      if (same_leaf && peers_ > 0) peers.push_back(bestPort(p, ports, p));
+      if (local) peers.push_back(bestPort(p, ports, p));
       for (const PeerClass& c : classes_) {
         if (c.take > 0) pickInClass(p, c, peers);
       }
       PortPlan pp;
       pp.src = p;
-      pp.flows.reserve(peers.size() * static_cast<size_t>(budget_.flows_per_peer));
-      for (PortId q : peers) {
-        for (int i = 0; i < budget_.flows_per_peer; ++i) {
-          pp.flows.push_back({q, static_cast<uint16_t>(budget_.first_source_port + i)});
+      pp.flows.reserve(peers.size() * static_cast<size_t>(per_remote));
+      for (size_t k = 0; k < peers.size(); ++k) {
+        const int n = local && k == 0 ? budget_.flows_per_peer : per_remote;
+        for (int i = 0; i < n; ++i) {
+          pp.flows.push_back({peers[k], static_cast<uint16_t>(budget_.first_source_port + i)});
         }
       }
       pp.probes_per_second_per_flow =
@@ -109,22 +122,41 @@ class Planner {
     }
   }
 
+  // Flows per remote peer. The derivation sized a port's remote flows to
+  // its edge switch's uplinks; where the fabric has fewer remote ports than
+  // derived peers (a small fabric), the missing peers' flows go to the peers
+  // there are, on more source ports each, so the uplinks still get them.
+  // Distinct 5-tuples hash independently, so for coverage a second flow to
+  // one peer is worth a flow to another.
+  int remoteFlowsPerPeer(int granted, bool local) const {
+    const int base = budget_.flows_per_peer;
+    if (granted <= 0 || granted * base >= remote_flows_) return base;
+    int n = (remote_flows_ + granted - 1) / granted;
+    // Keep every flow at or above the minimum rate, and room for adaptPlan's
+    // source ports above the last one (validate() checks the same for base).
+    const int max_flows =
+        static_cast<int>(std::floor(budget_.probes_per_second / kMinProbesPerSecondPerFlow));
+    const int room = UINT16_MAX + 1 - kMaxFlowsPerPeer - budget_.first_source_port;
+    n = std::min({n, kMaxFlowsPerPeer, room, (max_flows - (local ? base : 0)) / granted});
+    return std::max(n, base);
+  }
+
   // Splits `remote` peers over the classes: one per class when there are
   // enough (so every tier is exercised), the rest in proportion to the
   // number of edge switches in each class (uniform over destination
   // leaves); with too few, the farthest classes first, since their paths
-  // cross every tier.
-  void allocate(int remote) {
+  // cross every tier. Returns the peers granted (at most the ports there are).
+  int allocate(int remote) {
     uint64_t available = 0;
     for (const PeerClass& c : classes_) available += c.ports;
     remote =
         static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(std::max(remote, 0)), available));
     for (PeerClass& c : classes_) c.take = 0;
-    if (remote == 0 || classes_.empty()) return;
+    if (remote == 0 || classes_.empty()) return 0;
     const int n = static_cast<int>(classes_.size());
     if (remote < n) {
       for (int i = 0; i < remote; ++i) classes_[static_cast<size_t>(n - 1 - i)].take = 1;
-      return;
+      return remote;
     }
     for (PeerClass& c : classes_) c.take = 1;
     int left = remote - n;
@@ -158,6 +190,7 @@ class Planner {
       classes_[i].take += add;
       overflow -= add;
     }
+    return remote;
   }
 
   // The port at an edge switch with the highest rendezvous score for `src`,
@@ -243,6 +276,7 @@ class Planner {
   const Budget& budget_;
   uint64_t seed_;
   int peers_;
+  int remote_flows_;
   std::vector<uint32_t> bucket_count_;
   std::vector<uint32_t> edges_;
   std::vector<PeerClass> classes_;
@@ -307,8 +341,10 @@ std::vector<std::string> validate(const Budget& b) {
   return problems;
 }
 
-int derivePeers(const FabricIndex& idx, const Budget& budget) {
-  if (budget.peers > 0) return budget.peers;
+namespace {
+
+Derived derive(const FabricIndex& idx, const Budget& budget) {
+  if (budget.peers > 0) return {budget.peers, 0};
   // Uplinks per host port of a typical edge switch: a leaf's uplinks share
   // the flows of its ports, so more uplinks per port need more flows.
   std::vector<double> ratios;
@@ -326,24 +362,33 @@ int derivePeers(const FabricIndex& idx, const Budget& budget) {
   }
   // A leaf uplink expects ~2 x remote x flows_per_peer / ratio flows (its
   // ports' probes going up, and replies to probes that came down).
-  double needed = 1.25 * kDesignFlows * ratio / (2.0 * budget.flows_per_peer);
-  int remote =
-      std::clamp(static_cast<int>(std::ceil(needed)), kBaseRemotePeers, kMaxDerivedRemotePeers);
+  const int needed =
+      static_cast<int>(std::ceil(1.25 * kDesignFlows * ratio / (2.0 * budget.flows_per_peer)));
+  int remote = std::clamp(needed, kBaseRemotePeers, kMaxDerivedRemotePeers);
   int peers = remote + 1;  // + the same-leaf peer
   // Keep every flow at or above the minimum rate.
   int max_peers = static_cast<int>(
       std::floor(budget.probes_per_second / (kMinProbesPerSecondPerFlow * budget.flows_per_peer)));
-  return std::clamp(peers, 1, std::max(1, std::min(max_peers, kMaxPeers)));
+  peers = std::clamp(peers, 1, std::max(1, std::min(max_peers, kMaxPeers)));
+  // What the shape asks for, not the floor of kBaseRemotePeers: a small
+  // fabric gets these flows even when it has fewer remote ports than peers.
+  const int remote_flows = std::min(needed, peers - 1) * budget.flows_per_peer;
+  return {peers, remote_flows};
 }
+
+}  // namespace
+
+int derivePeers(const FabricIndex& idx, const Budget& budget) { return derive(idx, budget).peers; }
 
 Plan makePlan(const FabricIndex& idx, const Budget& budget, uint64_t seed) {
   Plan plan;
   plan.budget = budget;
   plan.version = 1;
   plan.seed = seed;
-  plan.peers = derivePeers(idx, budget);
+  const Derived derived = derive(idx, budget);
+  plan.peers = derived.peers;
   plan.ports.reserve(idx.hostPorts().size());
-  Planner planner(idx, budget, seed, plan.peers);
+  Planner planner(idx, budget, seed, plan.peers, derived.remote_flows);
   for (uint32_t e = 0; e < idx.edgeCount(); ++e) planner.planEdge(e, plan.ports);
   std::sort(plan.ports.begin(), plan.ports.end(),
             [](const PortPlan& a, const PortPlan& b) { return a.src < b.src; });

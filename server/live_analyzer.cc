@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "analyzer/persist.h"
+#include "planner/fabric_index.h"
 #include "proto/convert.h"
 #include "server/dedup.h"
 #include "store/incident_store.h"
@@ -76,6 +77,7 @@ struct LiveAnalyzer::Impl {
   const LiveOptions options;
   const proto::Resolver resolver;
   planner::Plan plan;
+  planner::Sizing sizing;
 
   mutable std::mutex mu;  // guards everything below
   analyzer::Engine engine;
@@ -170,11 +172,13 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
     if (error) *error = "the tolerated clock skew (max_future_s) must be a finite number >= 0";
     return nullptr;
   }
-  planner::Plan plan = planner::makePlan(topo, options.budget, {}, options.plan_seed);
-  options.engine.expected_flows = plan.flowCount();
+  planner::SizedPlan sized = planner::sizePlan(planner::FabricIndex(topo, {}), options.budget,
+                                               options.plan_seed, options.sizing, 0);
+  options.engine.expected_flows = sized.plan.flowCount();
   auto impl =
       std::make_unique<Impl>(topo, std::move(options), std::move(registry), std::move(clock));
-  impl->plan = std::move(plan);
+  impl->plan = std::move(sized.plan);
+  impl->sizing = sized.sizing;
   Impl& m = *impl;
   if (!m.options.db_path.empty()) {
     auto opened = store::openAndMigrate(m.options.db_path);
@@ -425,5 +429,8 @@ std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
 }
 
 const topology::Topology& LiveAnalyzer::topology() const { return impl_->topo; }
+
+// Set once in create(), never changed: no lock needed.
+const planner::Sizing& LiveAnalyzer::planSizing() const { return impl_->sizing; }
 
 }  // namespace netdiag::server

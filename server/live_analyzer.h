@@ -25,13 +25,17 @@
 #include "exporter/analyzer_metrics.h"
 #include "netdiag/v1/collector.pb.h"
 #include "planner/plan.h"
+#include "planner/sizing.h"
 #include "topology/model.h"
 
 namespace netdiag::server {
 
 struct LiveOptions {
   analyzer::EngineConfig engine;
-  planner::Budget budget;  // of the plans served to agents
+  planner::Budget budget;  // of the plans served to agents; its rate is the base
+  // The served rate is raised from the base, up to the cap, where the
+  // coverage target needs it (planner/sizing.h).
+  planner::SizingOptions sizing;
   uint64_t plan_seed = 1;
   uint32_t responder_port = 7601;
   uint32_t dscp = 0;
@@ -102,6 +106,9 @@ class LiveAnalyzer {
   nlohmann::json incidents(const IncidentFilter& filter) const;
   std::optional<nlohmann::json> incident(const std::string& id) const;
   std::optional<nlohmann::json> link(const std::string& name) const;
+
+  // How the served plan's rate was sized against the coverage target.
+  const planner::Sizing& planSizing() const;
 
   exporter::IngestCounters counters() const;
   std::vector<exporter::AgentStatus> agents() const;

@@ -1,6 +1,7 @@
 #include "planner/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -193,6 +194,44 @@ TEST(Replan, DrainedLinksGetNoCoverageAndNoFlowNeedsThem) {
     for (const Flow& f : pp.flows) kept_possible += f.dst != cut ? 1 : 0;
   }
   EXPECT_EQ(commonFlows(before, after), kept_possible);
+}
+
+// The flows half of the target does not depend on the rate: the derived
+// peers' flows must reach the uplinks of a fabric with few remote ports.
+TEST(MakePlan, SmallFabricsGetEnoughDistinctFlowsAtTheBaseRate) {
+  for (const testing::NamedFabric& f : testing::defaultPlanFabrics()) {
+    SCOPED_TRACE(f.name);
+    Plan plan = makePlan(f.topo, {}, {}, 1);
+    CoverageReport r = computeCoverage(f.topo, plan, {});
+    EXPECT_EQ(r.below_flows, 0u);
+  }
+}
+
+// 3 x 4 leaf-spine, 2 parallel links, 2 hosts per leaf: 6 remote ports for
+// the 19 remote peers the leaf's 6 uplinks per 2 ports ask for. Each remote
+// port gets the flows of the missing peers; the same-leaf peer keeps 4.
+TEST(MakePlan, FewRemotePortsGetTheMissingPeersFlows) {
+  Topology t = testing::issueFabric();
+  Plan plan = makePlan(t, {}, {}, 1);
+  for (const PortPlan& pp : plan.ports) {
+    std::map<PortId, int> per_peer;
+    std::set<std::pair<PortId, uint16_t>> distinct;
+    for (const Flow& f : pp.flows) {
+      ++per_peer[f.dst];
+      distinct.insert({f.dst, f.source_port});
+    }
+    EXPECT_EQ(distinct.size(), pp.flows.size());
+    EXPECT_EQ(per_peer.size(), 7u);  // 1 local + 6 remote: every other port
+    int remote_flows = 0;
+    for (const auto& [q, n] : per_peer) {
+      const bool local = t.port(q).node != t.port(pp.src).node &&
+                         t.dirDstNode(t.egressOf(q)) == t.dirDstNode(t.egressOf(pp.src));
+      EXPECT_EQ(n, local ? 4 : 13) << t.portRef(q);
+      remote_flows += local ? 0 : n;
+    }
+    EXPECT_GE(remote_flows, 19 * 4);
+    EXPECT_GE(pp.probes_per_second_per_flow, kMinProbesPerSecondPerFlow);
+  }
 }
 
 TEST(DerivePeers, ExplicitPeersWinAndDerivedStayWithinBudget) {

@@ -130,6 +130,31 @@ struct Live {
   }
 };
 
+// The analyzer serves the sized plan: on a fabric whose base rate misses the
+// coverage target it raises every port's rate within the cap.
+TEST(Plan, ServesTheRateTheCoverageTargetNeedsWithinTheCap) {
+  topology::Topology topo = topology::generateLeafSpine(
+      {.spines = 3, .leaves = 4, .hosts_per_leaf = 2, .nics_per_host = 1, .parallel = 2});
+  for (double cap : {planner::kDefaultMaxProbesPerSecond, 120.0}) {
+    SCOPED_TRACE(cap);
+    LiveOptions o;
+    o.sizing.max_probes_per_second = cap;
+    std::string error;
+    auto analyzer = LiveAnalyzer::create(topo, o, nullptr, wallNow, &error, nullptr);
+    ASSERT_TRUE(analyzer) << error;
+    const planner::Sizing& s = analyzer->planSizing();
+    EXPECT_GT(s.below_at_base, 0u);
+    EXPECT_TRUE(s.raised());
+    EXPECT_LE(s.served_probes_per_second, cap);
+    EXPECT_EQ(s.capped(), s.below > 0);
+    auto plan = analyzer->plan("host1", &error);
+    ASSERT_TRUE(plan) << error;
+    ASSERT_GT(plan->flows_size(), 0);
+    EXPECT_NEAR(plan->probes_per_second_per_flow() * plan->flows_size(), s.served_probes_per_second,
+                1e-6);
+  }
+}
+
 TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
   Live live;
   const double now = wallNow();
