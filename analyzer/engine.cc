@@ -82,10 +82,12 @@ struct Engine::Impl {
     const ExplainConfig explain{
         cfg.min_loss, static_cast<size_t>(std::llround(cfg.short_horizon_s / cfg.bucket_s))};
     for (const Hypothesis& h : explainLosses(evidence, explain)) {
+      // Host-side loss explains its flows' losses away from the links they
+      // crossed (explain.h); it is not an incident.
+      if (h.key.kind == Key::kHostSide) continue;
+      const auto paged = incidents.pagedLoss(h.key, now);
       Finding f = lossFinding(h);
-      if (auto paged = incidents.pagedLoss(h.key, now)) {
-        f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since);
-      }
+      if (paged) f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since);
       if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));
       }

@@ -158,7 +158,7 @@ Tally BucketedTallies::recent(size_t key, size_t buckets) const {
 }
 
 void LossyStore::add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links,
-                     NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip) {
+                     NodeId src, NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip) {
   LossySegment s;
   s.t = t;
   s.n = n;
@@ -166,6 +166,7 @@ void LossyStore::add(double t, uint32_t n, uint32_t k, const std::vector<DirLink
   s.links_begin = base_ + static_cast<uint32_t>(links_.size());
   links_.insert(links_.end(), links.begin(), links.end());
   s.links_end = base_ + static_cast<uint32_t>(links_.size());
+  s.src_node = src;
   s.dst_node = dst;
   s.forward = forward;
   s.round_trip = round_trip;

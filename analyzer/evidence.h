@@ -142,7 +142,9 @@ struct LossySegment {
   double t = 0;
   uint32_t n = 0, k = 0;
   uint32_t links_begin = 0, links_end = 0;
-  NodeId dst_node = topology::kNone;  // the host probed (forward segments)
+  // The record's ends, both directions alike: the node that probed and the
+  // node probed (a host-side hypothesis owns every segment of its flows).
+  NodeId src_node = topology::kNone, dst_node = topology::kNone;
   bool forward = true;
   // A whole round trip (no one-way counts): its background is the round
   // trip's, not one direction's.
@@ -155,8 +157,8 @@ struct LossySegment {
 
 class LossyStore {
  public:
-  void add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links, NodeId dst,
-           bool forward, Middle m0, Middle m1, bool round_trip);
+  void add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links, NodeId src,
+           NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip);
   // Forgets segments older than `oldest`.
   void expire(double oldest);
   const std::deque<LossySegment>& segments() const { return segments_; }

@@ -21,6 +21,21 @@ constexpr size_t kMaxBackwardChecks = 16;
 
 using SegmentLists = std::unordered_map<uint32_t, std::vector<uint32_t>>;
 
+// The hosts at a segment's ends (a host-side fault hits every segment of
+// its flows, probing or probed, both directions).
+struct Ends {
+  NodeId ids[2] = {kNone, kNone};
+  int count = 0;
+  const NodeId* begin() const { return ids; }
+  const NodeId* end() const { return ids + count; }
+};
+Ends endsOf(const LossySegment& s) {
+  Ends e;
+  if (s.dst_node != kNone) e.ids[e.count++] = s.dst_node;
+  if (s.src_node != kNone && s.src_node != s.dst_node) e.ids[e.count++] = s.src_node;
+  return e;
+}
+
 struct RoundTrips {
   double n, k, ns, ks;
 };
@@ -78,12 +93,20 @@ class Explainer {
   const double open_llr_, log_m_;
   const size_t short_buckets_;
   const double log_short_windows_, short_from_;
-  std::unordered_map<uint32_t, Candidate> link_c_, node_c_;
-  SegmentLists link_segs_, node_segs_;
+  // Per hypothesis kind (Key::Kind; kPorts has none): candidates and the
+  // lossy segments each counts.
+  std::unordered_map<uint32_t, Candidate> link_c_, node_c_, side_c_;
+  SegmentLists link_segs_, node_segs_, side_segs_;
+  std::unordered_map<uint32_t, Candidate>& pool(Key::Kind k) {
+    return k == Key::kLink ? link_c_ : k == Key::kNode ? node_c_ : side_c_;
+  }
+  const SegmentLists& lists(Key::Kind k) const {
+    return k == Key::kLink ? link_segs_ : k == Key::kNode ? node_segs_ : side_segs_;
+  }
   // Each lossy segment keeps the share of its losses not yet explained.
   std::vector<double> unexplained_;
   // The state before the greedy search (after counters and claims).
-  std::unordered_map<uint32_t, Candidate> link_c0_, node_c0_;
+  std::unordered_map<uint32_t, Candidate> link_c0_, node_c0_, side_c0_;
   std::vector<double> unexplained0_;
 };
 
@@ -127,8 +150,10 @@ void Explainer::score(Candidate& c) const {
 void Explainer::estimateLoss(Hypothesis& h) const {
   const Candidate& c = h.evidence;
   const bool link = h.key.kind == Key::kLink;
-  const BucketedTallies& all = link ? ev_.links() : ev_.toNode();
-  const BucketedTallies* rt = link ? ev_.linksRoundTrip() : &ev_.toNode();
+  const BucketedTallies& all = link                       ? ev_.links()
+                               : h.key.kind == Key::kNode ? ev_.toNode()
+                                                          : ev_.hostSide();
+  const BucketedTallies* rt = link ? ev_.linksRoundTrip() : &all;
   const auto [n_rt, k_rt, ns_rt, ks_rt] = roundTrips(c);
   const Tally t = all.total(h.key.id), r = rt ? rt->total(h.key.id) : Tally{};
   auto share = [](double left, double raw) {
@@ -157,6 +182,7 @@ void Explainer::collectCandidates() {
   for (uint32_t i = 0; i < segs_.size(); ++i) {
     for (DirLinkId d : lossy.linksOf(segs_[i])) link_segs_[d].push_back(i);
     if (segs_[i].forward && segs_[i].dst_node != kNone) node_segs_[segs_[i].dst_node].push_back(i);
+    for (NodeId n : endsOf(segs_[i])) side_segs_[n].push_back(i);
   }
   const BucketedTallies* rt = ev_.linksRoundTrip();
   for (auto& [d, list] : link_segs_) {
@@ -171,16 +197,20 @@ void Explainer::collectCandidates() {
     score(c);
     link_c_[d] = c;
   }
-  for (auto& [n, list] : node_segs_) {
-    if (!topo_.node(n).isHost()) continue;
-    Candidate c;
-    Tally t = ev_.toNode().total(n), s = ev_.toNode().recent(n, short_buckets_);
-    c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
-    c.host = true;
-    c.segments = static_cast<int>(list.size());
-    score(c);
-    node_c_[n] = c;
-  }
+  auto hosts = [&](const SegmentLists& from, const BucketedTallies& tallies, auto& into) {
+    for (auto& [n, list] : from) {
+      if (!topo_.node(n).isHost()) continue;
+      Candidate c;
+      Tally t = tallies.total(n), s = tallies.recent(n, short_buckets_);
+      c.n = t.n, c.k = t.k, c.ns = s.n, c.ks = s.k;
+      c.host = true;
+      c.segments = static_cast<int>(list.size());
+      score(c);
+      into[n] = c;
+    }
+  };
+  hosts(node_segs_, ev_.toNode(), node_c_);
+  hosts(side_segs_, ev_.hostSide(), side_c_);
 }
 
 // Takes the share w of what is left of segment i out of every candidate
@@ -201,6 +231,9 @@ void Explainer::discount(uint32_t i, double w) {
   }
   if (s.forward && s.dst_node != kNone) {
     if (auto it = node_c_.find(s.dst_node); it != node_c_.end()) reduce(it->second);
+  }
+  for (NodeId n : endsOf(s)) {
+    if (auto it = side_c_.find(n); it != side_c_.end()) reduce(it->second);
   }
 }
 
@@ -242,6 +275,9 @@ double Explainer::unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_c
 double Explainer::explainedShare(const Key& key, const Candidate& c,
                                  const LossySegment& seg) const {
   if (key.kind == Key::kNode) return seg.forward && seg.dst_node == key.id ? 1.0 : 0.0;
+  if (key.kind == Key::kHostSide) {
+    return seg.src_node == key.id || seg.dst_node == key.id ? 1.0 : 0.0;
+  }
   auto ls = ev_.lossy().linksOf(seg);
   if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
   const double s = unseenShare(seg, key.id, false);
@@ -270,7 +306,7 @@ void Explainer::explain(const Key& key, const Candidate& c) {
   if (key.kind == Key::kLink) {
     explainBy(key.id, std::max(c.loss, 1e-9));
   } else {
-    for (uint32_t i : node_segs_[key.id]) discount(i, 1.0);
+    for (uint32_t i : lists(key.kind).at(key.id)) discount(i, 1.0);
   }
 }
 
@@ -295,8 +331,8 @@ std::vector<Hypothesis> Explainer::run() {
     if (segs_[i].claimed_by == 0) continue;
     Candidate* owner = nullptr;
     Key k = decodeKey(segs_[i].claimed_by);
-    auto& pool = k.kind == Key::kLink ? link_c_ : node_c_;
-    if (auto it = pool.find(k.id); it != pool.end()) {
+    auto& owners = pool(k.kind);
+    if (auto it = owners.find(k.id); it != owners.end()) {
       owner = &it->second;
       owner->accepted = true;  // shield the owner from the discount
     }
@@ -305,6 +341,7 @@ std::vector<Hypothesis> Explainer::run() {
   }
   link_c0_ = link_c_;
   node_c0_ = node_c_;
+  side_c0_ = side_c_;
   unexplained0_ = unexplained_;
 
   // Greedy explaining-away: accept the strongest hypothesis, remove the
@@ -325,6 +362,13 @@ std::vector<Hypothesis> Explainer::run() {
       if (!c.accepted && c.loss >= kMinHostLoss && (!bc || c.llr > bc->llr)) {
         bc = &c;
         best = {Key::kNode, n};
+      }
+    }
+    for (auto& [n, c] : side_c_) {
+      fresh(c);
+      if (!c.accepted && c.loss >= cfg_.min_loss && (!bc || c.llr > bc->llr)) {
+        bc = &c;
+        best = {Key::kHostSide, n};
       }
     }
     if (!bc || bc->llr < open_llr_) break;
@@ -356,9 +400,10 @@ void Explainer::backwardCheck(std::vector<Hypothesis>& accepted) const {
   std::vector<bool> dropped(accepted.size(), false);
   for (size_t j = 0; j < accepted.size(); ++j) {
     const Key& key = accepted[j].key;
-    Candidate rest = key.kind == Key::kLink ? link_c0_.at(key.id) : node_c0_.at(key.id);
-    const auto& lists = key.kind == Key::kLink ? link_segs_ : node_segs_;
-    for (uint32_t i : lists.at(key.id)) {
+    Candidate rest = key.kind == Key::kLink   ? link_c0_.at(key.id)
+                     : key.kind == Key::kNode ? node_c0_.at(key.id)
+                                              : side_c0_.at(key.id);
+    for (uint32_t i : lists(key.kind).at(key.id)) {
       double left = 1;
       for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
         if (h != j && !dropped[h]) {
@@ -369,7 +414,7 @@ void Explainer::backwardCheck(std::vector<Hypothesis>& accepted) const {
       if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from_);
     }
     score(rest);
-    const double min_loss = key.kind == Key::kLink ? cfg_.min_loss : kMinHostLoss;
+    const double min_loss = key.kind == Key::kNode ? kMinHostLoss : cfg_.min_loss;
     dropped[j] = rest.llr < open_llr_ || rest.loss < min_loss;
   }
   size_t kept = 0;
@@ -391,17 +436,19 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
         h.alt_name = "reverse direction " + topo_.dirLinkName(Topology::reverse(h.key.id));
       }
       for (NodeId n : {topo_.dirSrcNode(h.key.id), topo_.dirDstNode(h.key.id)}) {
-        auto nt = node_c_.find(n);
-        if (nt != node_c_.end() && fresh(nt->second).llr > alt) {
-          alt = nt->second.llr;
-          h.alt_name = "host " + topo_.node(n).name + " itself";
+        for (auto* hosts : {&node_c_, &side_c_}) {
+          auto nt = hosts->find(n);
+          if (nt != hosts->end() && fresh(nt->second).llr > alt) {
+            alt = nt->second.llr;
+            h.alt_name = "host " + topo_.node(n).name + " itself";
+          }
         }
       }
     }
     h.alt_llr = alt;
     if (h.key.kind == Key::kLink) accessAmbiguity(h);
-    const auto& lists = h.key.kind == Key::kLink ? link_segs_ : node_segs_;
-    if (auto it = lists.find(h.key.id); it != lists.end()) h.certain = it->second;
+    const SegmentLists& own = lists(h.key.kind);
+    if (auto it = own.find(h.key.id); it != own.end()) h.certain = it->second;
   }
   jointUpstream(accepted);
   for (Hypothesis& h : accepted) {
@@ -639,8 +686,10 @@ std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainCon
 bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since) {
   if (key.kind == Key::kPorts || x <= 0) return false;
   const bool link = key.kind == Key::kLink;
-  const BucketedTallies& all = link ? ev.links() : ev.toNode();
-  const BucketedTallies* rt = link ? ev.linksRoundTrip() : &ev.toNode();
+  const BucketedTallies& all = link                     ? ev.links()
+                               : key.kind == Key::kNode ? ev.toNode()
+                                                        : ev.hostSide();
+  const BucketedTallies* rt = link ? ev.linksRoundTrip() : &all;
   const Background& b = ev.background();
   // Bucket b holds (b - 1) * width < t <= b * width: stretch m starts at
   // bucket newest - m + 1.

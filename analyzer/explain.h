@@ -17,9 +17,11 @@
 namespace netdiag::analyzer {
 
 // A hypothesis: one directed link is lossy, one host drops what is sent to
-// it, or one node's cables disagree with the topology.
+// it (kNode: a dead responder, a host down), one host loses on every flow
+// it sends or answers (kHostSide: busy, its NIC or kernel dropping), or
+// one node's cables disagree with the topology.
 struct Key {
-  enum Kind : uint8_t { kLink, kNode, kPorts } kind;
+  enum Kind : uint8_t { kLink, kNode, kPorts, kHostSide } kind;
   uint32_t id;  // link; node (a host, or the node whose cables disagree)
   bool operator<(const Key& o) const { return kind != o.kind ? kind < o.kind : id < o.id; }
   bool operator==(const Key& o) const = default;
@@ -76,8 +78,10 @@ struct ExplainConfig {
 // the prior of one fault among M).
 constexpr double kOpenLlr = 8;
 constexpr int kMinLossySegments = 3;
-// A host is "unreachable" only when most probes to it die; a few extra
-// losses on its flows are a link's business.
+// A host is "unreachable" only when most probes to it die. A host-side
+// hypothesis (kHostSide) is an explanation only: it takes its flows' losses
+// from the links they crossed, but it is not an incident (what a host does
+// to its own flows is the host's business, not the fabric's).
 constexpr double kMinHostLoss = 0.2;
 
 double openLlr(const topology::Topology& topo);

@@ -35,6 +35,7 @@ FabricEvidence::FabricEvidence(const Topology& t, const EvidenceConfig& c)
       shares_(t),
       links_(t.dirLinkCount(), buckets_, c.bucket_s),
       to_node_(t.nodeCount(), buckets_, c.bucket_s),
+      host_side_(t.nodeCount(), buckets_, c.bucket_s),
       host_slot_(hostSlots(t)),
       from_port_(3 * countSlots(host_slot_), buckets_, c.bucket_s),
       counters_(t.portCount(), buckets_, c.bucket_s),
@@ -45,15 +46,15 @@ FabricEvidence::FabricEvidence(const Topology& t, const EvidenceConfig& c)
 }
 
 void FabricEvidence::addSegment(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,
-                                NodeId dst, bool forward, Middle m0, Middle m1) {
+                                NodeId src, NodeId dst, bool forward, Middle m0, Middle m1) {
   if (n == 0) return;
   for (DirLinkId d : seg) links_.add(d, t, n, k);
-  if (k > 0) lossy_.add(t, n, k, seg, dst, forward, m0, m1, false);
+  if (k > 0) lossy_.add(t, n, k, seg, src, dst, forward, m0, m1, false);
 }
 
 void FabricEvidence::addRoundTrip(double t, uint32_t n, uint32_t k,
-                                  const std::vector<DirLinkId>& seg, NodeId dst, Middle m0,
-                                  Middle m1) {
+                                  const std::vector<DirLinkId>& seg, NodeId src, NodeId dst,
+                                  Middle m0, Middle m1) {
   if (n == 0) return;
   if (!links_rt_) {
     links_rt_ = std::make_unique<BucketedTallies>(topo_.dirLinkCount(), buckets_, cfg_.bucket_s);
@@ -62,7 +63,7 @@ void FabricEvidence::addRoundTrip(double t, uint32_t n, uint32_t k,
     links_.add(d, t, n, k);
     links_rt_->add(d, t, n, k);
   }
-  if (k > 0) lossy_.add(t, n, k, seg, dst, true, m0, m1, true);
+  if (k > 0) lossy_.add(t, n, k, seg, src, dst, true, m0, m1, true);
 }
 
 void FabricEvidence::addProbe(const ProbeRecord& r) {
@@ -70,7 +71,19 @@ void FabricEvidence::addProbe(const ProbeRecord& r) {
   const NodeId dst_node = topo_.port(r.dst).node;
   Middle fwd_mid = flows_.forwardLinks(r, fwd_);
   Middle rev_mid = flows_.reverseLinks(r, rev_);
+  const NodeId src_node = topo_.port(r.src).node;
   to_node_.add(dst_node, r.t, r.sent, r.lost);
+  // Segment by segment, as the lossy store has them, so that explaining a
+  // segment away takes from this tally exactly what it added.
+  for (NodeId end : {src_node, dst_node}) {
+    if (!topo_.node(end).isHost()) continue;
+    if (r.hasOneWay()) {
+      host_side_.add(end, r.t, r.sent, *r.lost_fwd);
+      host_side_.add(end, r.t, r.sent - *r.lost_fwd, *r.lost_rev);
+    } else {
+      host_side_.add(end, r.t, r.sent, r.lost);
+    }
+  }
   if (r.hasRtt() && fwd_mid.known() && rev_mid.from != rev_mid.to) {
     // Round trip over a known forward path; the return is taken to have as
     // many hops, as in the symmetric Clos fabrics this tool targets.
@@ -86,14 +99,14 @@ void FabricEvidence::addProbe(const ProbeRecord& r) {
     }
   }
   if (r.hasOneWay()) {
-    addSegment(r.t, r.sent, *r.lost_fwd, fwd_, dst_node, true, fwd_mid);
-    addSegment(r.t, r.sent - *r.lost_fwd, *r.lost_rev, rev_, kNone, false, rev_mid);
+    addSegment(r.t, r.sent, *r.lost_fwd, fwd_, src_node, dst_node, true, fwd_mid);
+    addSegment(r.t, r.sent - *r.lost_fwd, *r.lost_rev, rev_, src_node, dst_node, false, rev_mid);
   } else {
     both_ = fwd_;
     for (DirLinkId d : rev_) {
       if (std::find(both_.begin(), both_.end(), d) == both_.end()) both_.push_back(d);
     }
-    addRoundTrip(r.t, r.sent, r.lost, both_, dst_node, fwd_mid, rev_mid);
+    addRoundTrip(r.t, r.sent, r.lost, both_, src_node, dst_node, fwd_mid, rev_mid);
   }
 }
 
@@ -114,6 +127,7 @@ void FabricEvidence::addLldp(const LldpRecord& r) {
 void FabricEvidence::advanceTo(double now) {
   links_.advanceTo(now);
   to_node_.advanceTo(now);
+  host_side_.advanceTo(now);
   from_port_.advanceTo(now);
   counters_.advanceTo(now);
   lossy_.expire(now - cfg_.horizon_s);

@@ -58,6 +58,10 @@ class FabricEvidence {
   const BucketedTallies* linksRoundTrip() const { return links_rt_.get(); }
   // Probes sent to each node, and their losses.
   const BucketedTallies& toNode() const { return to_node_; }
+  // Per host: the probes of its flows (sent to it, or from it) and their
+  // losses, per segment (a one-way record counts its two directions apart):
+  // what a host-side fault would hit.
+  const BucketedTallies& hostSide() const { return host_side_; }
   const LossyStore& lossy() const { return lossy_; }
   // Claims: a paged hypothesis owns the segments it explained (engine).
   void claim(uint32_t segment, uint64_t owner);
@@ -92,17 +96,19 @@ class FabricEvidence {
  private:
   Background estimateBackground() const;
   void addSegment(double t, uint32_t n, uint32_t k, const std::vector<topology::DirLinkId>& seg,
-                  topology::NodeId dst, bool forward, Middle m0, Middle m1 = {});
+                  topology::NodeId src, topology::NodeId dst, bool forward, Middle m0,
+                  Middle m1 = {});
   void addRoundTrip(double t, uint32_t n, uint32_t k, const std::vector<topology::DirLinkId>& seg,
-                    topology::NodeId dst, Middle m0, Middle m1);
+                    topology::NodeId src, topology::NodeId dst, Middle m0, Middle m1);
 
   const topology::Topology& topo_;
   EvidenceConfig cfg_;
   size_t buckets_;
   FlowPaths flows_;
   mutable EcmpShares shares_;
-  BucketedTallies links_;    // per directed link: certain-path probes / losses
-  BucketedTallies to_node_;  // per node: probes sent to it / lost
+  BucketedTallies links_;      // per directed link: certain-path probes / losses
+  BucketedTallies to_node_;    // per node: probes sent to it / lost
+  BucketedTallies host_side_;  // per node: probes of its flows / lost (hostSide)
   // Per host port (background), three keys from its slot i: 3i all probes it
   // sent and their losses, 3i+1 one-way records' probes and forward losses,
   // 3i+2 their probes that arrived and reverse losses. Adjacent keys share a

@@ -12,6 +12,7 @@
 //            [--runs FILE]   (one JSON line per run: misses, false positives, times)
 //   accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]
 //            [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]
+//            [--only I]   (just draw I of the sweep, to look into one run)
 //            (the sweep over deployment conditions, bench/sweep.h)
 
 #include <atomic>
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
       "                [--ecmp-hash mix|crc] [--peers N] [--flows-per-peer N]\n"
       "                [--probes-per-second X] [--redraw-s S]\n"
       "       accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]\n"
-      "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]\n";
+      "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1] [--only I]\n";
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -194,6 +195,8 @@ int main(int argc, char** argv) {
       sweep.mode = argv[i + 1];
     } else if (a == "--draws")
       sweep.draws = std::atoi(argv[i + 1]);
+    else if (a == "--only")
+      sweep.only = std::atoi(argv[i + 1]);
     else if (a == "--require-precision")
       sweep.require_precision = std::atof(argv[i + 1]);
     else if (a == "--require-recall")

@@ -262,6 +262,7 @@ struct RunResult {
   std::vector<OracleRow> oracle;
   std::vector<CalPoint> cal;
   std::vector<LossPoint> loss;
+  std::vector<json> fp_incidents;  // the report's false positives, whole (for --runs)
   double seconds = 0;
 };
 
@@ -350,6 +351,10 @@ RunResult runDraw(const Draw& d) {
   // Loss estimates of found link_loss faults.
   std::map<std::string, const json*> by_id;
   for (const json& inc : report_json.at("incidents")) by_id[inc.value("id", "")] = &inc;
+  for (const auto& fp : out.score.false_positives) {
+    if (auto it = by_id.find(fp.incident_id); it != by_id.end())
+      out.fp_incidents.push_back(*it->second);
+  }
   std::map<std::string, const sim::TruthItem*> truth_items;
   for (const auto& f : truth.faults) truth_items[f.id] = &f;
   for (const OracleRow& row : out.oracle) {
@@ -456,7 +461,9 @@ int runSweep(const SweepOptions& o) {
   const int draws = o.draws > 0 ? o.draws : full ? 6000 : 300;
   const uint64_t salt = full ? 2 : 1;  // ci and full draw different seeds
   std::vector<Draw> jobs;
-  for (int i = 0; i < draws; ++i) jobs.push_back(makeDraw(static_cast<uint64_t>(i), salt));
+  for (int i = 0; i < draws; ++i) {
+    if (o.only < 0 || o.only == i) jobs.push_back(makeDraw(static_cast<uint64_t>(i), salt));
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<RunResult> results(jobs.size());
@@ -693,6 +700,7 @@ int runSweep(const SweepOptions& o) {
                 {"seconds", r.seconds},
                 {"tp", r.score.found},
                 {"false_positives", fps},
+                {"fp_incidents", r.fp_incidents},
                 {"misses", misses},
                 {"oracle", orc}}
                .dump()

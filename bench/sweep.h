@@ -19,6 +19,7 @@ struct SweepOptions {
   std::string mode = "ci";  // ci | full
   unsigned threads = 2;
   int draws = 0;                  // 0: the mode's count
+  int only = -1;                  // >= 0: just that draw
   double require_precision = -1;  // < 0: report only
   double require_recall = -1;     // over oracle-localized faults with loss >= 0.5 %
   std::string json_out;           // cells and summary

@@ -220,8 +220,11 @@ struct Mesh {
   uint32_t sent = 50;
   std::map<DirLinkId, double> loss;  // per directed link
   std::set<PortId> dead;             // hosts whose responder is dead
-  bool one_way = false;              // report lost_fwd / lost_rev
-  bool reply_known = true;           // report reply_path
+  // Busy hosts: this share of the replies of every flow to or from them is
+  // lost (dropped, or later than the probe timeout), whichever way it went.
+  std::map<PortId, double> busy;
+  bool one_way = false;     // report lost_fwd / lost_rev
+  bool reply_known = true;  // report reply_path
   // Whether a record of this flow carries its path (default: always).
   std::function<bool(PortId src, PortId dst, size_t spine)> path_known;
   // Whether the flow is probed at all (default: every flow).
@@ -284,6 +287,11 @@ struct Mesh {
     }
     uint32_t lf = lose(sent, fwd);
     uint32_t lr = lose(sent - lf, rev);
+    for (PortId end : {src, dst}) {
+      if (auto it = busy.find(end); it != busy.end()) {
+        lr += static_cast<uint32_t>(std::lround((sent - lf - lr) * it->second));
+      }
+    }
     r.lost = lf + lr;
     if (one_way) {
       r.lost_fwd = lf;

@@ -59,6 +59,34 @@ TEST(Explain, ADeadHostIsTheHostNotItsAccessLink) {
   EXPECT_EQ(hs[0].key, (Key{Key::kNode, f.t.port(dead).node}));
 }
 
+// A busy host loses alike on every flow it sends or answers: the host-side
+// hypothesis explains that better than its access links or the fabric links
+// its flows share, and nothing that would page is left (an access link that
+// ties with it, on round trips of a single-NIC host, keeps the host in its
+// ambiguity group).
+TEST(Explain, ABusyHostIsExplainedByTheHostNotItsLinks) {
+  for (bool one_way : {true, false}) {
+    Fabric f(2, 4, 2);
+    Mesh mesh(f);
+    mesh.one_way = one_way;
+    mesh.sent = 200;
+    mesh.busy[f.hosts[3]] = 0.03;
+    FabricEvidence ev(f.t, {});
+    fill(ev, mesh, 120);
+    auto hs = explainLosses(ev, {});
+    ASSERT_FALSE(hs.empty()) << "one_way " << one_way;
+    bool host_side = false;
+    for (const Hypothesis& h : hs) {
+      host_side |= h.key == Key{Key::kHostSide, f.t.port(f.hosts[3]).node};
+      if (h.key.kind == Key::kLink) {
+        EXPECT_FALSE(h.candidates.empty())
+            << "one_way " << one_way << ": " << f.t.dirLinkName(h.key.id) << " would page";
+      }
+    }
+    EXPECT_TRUE(host_side || !one_way) << "one-way counts tell the host from its links";
+  }
+}
+
 TEST(Explain, ClaimedSegmentsCountForTheirOwnerOnly) {
   Fabric f;
   Mesh mesh(f);
