@@ -9,10 +9,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/display_text.h"
+
 namespace netdiag::collector {
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+// Values and keys echoed in errors come from a file or flag: escaped for display.
+std::string quoted(const std::string& s) { return "\"" + topology::escapeForDisplay(s) + "\""; }
 
 bool parseDouble(const std::string& s, double* out) {
   if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;

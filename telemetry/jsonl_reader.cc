@@ -11,6 +11,7 @@
 #include <simdjson.h>
 
 #include "telemetry/jsonl.h"
+#include "topology/display_text.h"
 
 namespace netdiag::telemetry {
 namespace {
@@ -107,7 +108,7 @@ constexpr std::array<Counter, 8> kCounters = {{
     {Key::kCarrierChanges, &PortRecord::carrier_changes},
 }};
 
-// A value quoted for a message: JSON-like, control characters escaped and
+// A value quoted for a message: JSON-like, control and bidi characters escaped and
 // long text cut (at a UTF-8 boundary) so one bad line cannot flood a report.
 constexpr size_t kMaxQuoted = 80;
 
@@ -118,8 +119,12 @@ void appendQuoted(std::string& out, std::string_view s) {
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
     s = s.substr(0, n);
   }
+  // JSON escapes handle control characters and bad UTF-8; bidi controls
+  // are valid UTF-8 and need the display escaping on top.
+  std::string json;
+  detail::appendJsonEscaped(json, s);
   out += '\'';
-  detail::appendJsonEscaped(out, s);
+  topology::appendEscapedForDisplay(out, json);
   if (cut) out += "...";
   out += '\'';
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "topology/display_text.h"
 #include "topology/yaml_doc.h"
 
 namespace netdiag::topology {
@@ -323,11 +324,16 @@ class Loader {
 
 }  // namespace
 
-std::string Diagnostic::str() const {
-  std::string s = file;
+std::string Diagnostic::str(std::string_view level) const {
+  // Messages quote names from the file verbatim; escape once, here.
+  std::string s = escapeForDisplay(file);
   if (line > 0) s += ":" + std::to_string(line);
   s += ": ";
-  s += message;
+  if (!level.empty()) {
+    s += level;
+    s += ": ";
+  }
+  appendEscapedForDisplay(s, message);
   return s;
 }
 

@@ -80,6 +80,17 @@ TEST(AgentConfig, BadValuesNameFileLineAndKey) {
   EXPECT_EQ(errors[6], "agent.yaml:8: unknown key \"colour\"");
 }
 
+TEST(AgentConfig, ErrorsEscapeControlAndBidiCharacters) {
+  AgentConfig c;
+  const auto errors = applyAgentConfigYaml(c,
+                                           "\"col\\e[2Jour\": blue\n"
+                                           "batch_interval: \"1\\u202E5\"\n",
+                                           "agent.yaml");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "agent.yaml:1: unknown key \"col\\x1b[2Jour\"");
+  EXPECT_EQ(errors[1], "agent.yaml:2: batch_interval: expected a number, got \"1\\u202e5\"");
+}
+
 TEST(AgentConfig, NotYamlOrNotAMap) {
   AgentConfig c;
   auto errors = applyAgentConfigYaml(c, "node: [unclosed\n", "a.yaml");

@@ -485,6 +485,20 @@ TEST_F(JsonlTest, RejectsMissingOrMistypedTAndKind) {
             std::string::npos);
 }
 
+TEST_F(JsonlTest, MessagesEscapeControlAndBidiCharacters) {
+  // U+202E (right-to-left override) is valid UTF-8, so JSON escaping keeps
+  // it; it must still not reach the terminal raw. ESC arrives as \u001b.
+  std::string msg =
+      badMessage(R"({"t":1,"kind":"probe","src":"h1\u202E:eth0\u001b[2J","dst":"h9:eth0","flow":1,)"
+                 R"("sent":1,"lost":0})");
+  EXPECT_EQ(msg.find("\xE2\x80\xAE"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+  EXPECT_EQ(msg, "probe: unknown port 'h1\\u202e:eth0\\u001b[2J' in 'src'");
+  // Raw bytes in the line are no different from escaped ones.
+  msg = badMessage("{\"t\":1,\"kind\":\"lldp\",\"port\":\"x\xE2\x81\xA6y\",\"neighbor\":\"a\"}");
+  EXPECT_EQ(msg, "lldp: unknown port 'x\\u2066y' in 'port'");
+}
+
 TEST_F(JsonlTest, RejectsUnknownPorts) {
   EXPECT_EQ(
       badMessage(

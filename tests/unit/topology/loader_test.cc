@@ -805,6 +805,26 @@ TEST(LoaderWarnings, DuplicateKeysInAWideMap) {
   EXPECT_THAT(r.warnings, ElementsAre(diagAt(104, {"duplicate key 'k7'", "line 11"}))) << dump(r);
 }
 
+TEST(LoaderDiagnostics, ControlAndBidiCharactersAreEscapedWhenShown) {
+  // An ESC sequence (clear screen) and U+202E (right-to-left override) in
+  // node names must not reach the terminal raw.
+  LoadResult r = loadText(
+      "nodes:\n"
+      "  - {name: \"a\\e[2Jb\", role: leaf}\n"
+      "  - {name: \"c\\u202Ed\", role: leaf}\n",
+      "t\x1b.yaml");
+  ASSERT_THAT(r.errors, SizeIs(2)) << dump(r);
+  const std::string first = r.errors[0].str();
+  const std::string second = r.errors[1].str("error");
+  EXPECT_EQ(first.find('\x1b'), std::string::npos) << first;
+  EXPECT_THAT(first, HasSubstr("t\\x1b.yaml:2: "));
+  EXPECT_THAT(first, HasSubstr("'a\\x1b[2Jb'"));
+  EXPECT_EQ(second.find("\xE2\x80\xAE"), std::string::npos) << second;
+  EXPECT_THAT(second, HasSubstr("t\\x1b.yaml:3: error: invalid node name 'c\\u202ed'"));
+  // The message itself keeps the name as written, for --json and callers.
+  EXPECT_THAT(r.errors[0].message, HasSubstr("'a\x1b[2Jb'"));
+}
+
 // ---------------------------------------------------------------------------
 // Robustness: whatever the bytes, an error list, never a crash.
 
