@@ -192,6 +192,8 @@ class LineParser {
   // readable bytes follow it. On kBad and kFuture, error() says why.
   Outcome parse(const char* p, size_t len);
   const std::string& error() const { return error_; }
+  // After kRecord: why the record, kept, is implausible; empty when it is not.
+  const std::string& warning() const { return warning_; }
 
  private:
   Outcome bad(std::string msg) {
@@ -241,6 +243,7 @@ class LineParser {
   std::string_view kind_;
   double t_ = 0;
   std::string error_;
+  std::string warning_;
   ProbeRecord probe_;
   PortRecord port_;
   LldpRecord lldp_;
@@ -255,6 +258,7 @@ bool isBlank(const char* p, size_t len) {
 }
 
 LineParser::Outcome LineParser::parse(const char* p, size_t len) {
+  warning_.clear();
   if (isBlank(p, len)) return Outcome::kBlank;
   element doc;
   // realloc_if_needed=false: the caller guarantees the padding.
@@ -516,6 +520,13 @@ LineParser::Outcome LineParser::parseProbe() {
     return Outcome::kBad;
   }
   if (!admit()) return Outcome::kFuture;
+  if (sent > kMaxProbesPerRecord) {
+    warning_ = "probe: 'sent' ";
+    appendInt(warning_, sent);
+    warning_ += " is more than netdiag's limit of ";
+    appendInt(warning_, kMaxProbesPerRecord);
+    warning_ += " probes in one record (no real prober sends that many a window); kept";
+  }
   sink_.onProbe(r);
   return Outcome::kRecord;
 }
@@ -609,6 +620,12 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         return true;
       case LineParser::Outcome::kRecord:
         ++stats.records;
+        if (!parser.warning().empty()) {
+          ++stats.implausible;
+          if (stats.first_implausible.size() < ReadStats::kMaxBadLinesKept) {
+            stats.first_implausible.push_back(BadLine{line_no, parser.warning()});
+          }
+        }
         return true;
       case LineParser::Outcome::kUnknownKind:
         ++stats.unknown_kind;

@@ -447,6 +447,24 @@ TEST_F(JsonlTest, LongLinesAndChunkBoundaries) {
   EXPECT_EQ(stats.first_bad[0].line, 20003u);
 }
 
+TEST_F(JsonlTest, ImplausibleProbeCountIsKeptCountedAndReported) {
+  const std::string head = R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9:eth0","flow":1,)";
+  Collect sink;
+  ReadStats stats = read(
+      head + R"("sent":1000000,"lost":0})" + "\n" + head + R"("sent":4294967295,"lost":1})" + "\n",
+      sink, {.strict = true});
+  EXPECT_EQ(stats.records, 2u);  // the contract allows it: kept, even when strict
+  EXPECT_EQ(stats.bad, 0u);
+  ASSERT_EQ(sink.probes.size(), 2u);
+  EXPECT_EQ(sink.probes[1].sent, 4294967295u);
+  EXPECT_EQ(stats.implausible, 1u);
+  ASSERT_EQ(stats.first_implausible.size(), 1u);
+  EXPECT_EQ(stats.first_implausible[0].line, 2u);
+  EXPECT_NE(stats.first_implausible[0].message.find("'sent' 4294967295"), std::string::npos)
+      << stats.first_implausible[0].message;
+  EXPECT_NE(stats.first_implausible[0].message.find("limit of 1000000"), std::string::npos);
+}
+
 // ---------------------------------------------------------------- validation
 
 constexpr const char* kProbeHead = R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9:eth0",)";
