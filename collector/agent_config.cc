@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -196,9 +195,17 @@ std::vector<std::string> applyAgentConfigYaml(AgentConfig& config, const std::st
 std::vector<std::string> applyAgentConfigFile(AgentConfig& config, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {path + ": cannot open config file"};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return applyAgentConfigYaml(config, ss.str(), path);
+  // Read at most one byte past the bound: /dev/zero or a mistaken log file
+  // would otherwise be read whole, until bad_alloc.
+  std::string text(kMaxAgentConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return {path + ": cannot read config file"};
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxAgentConfigBytes) {
+    return {path + ": config file is larger than " + std::to_string(kMaxAgentConfigBytes) +
+            " bytes (1 MiB, netdiag's limit); is it the right file?"};
+  }
+  return applyAgentConfigYaml(config, text, path);
 }
 
 std::vector<std::string> validateAgentConfig(const AgentConfig& c) {

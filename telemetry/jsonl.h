@@ -44,12 +44,16 @@ class JsonlWriter : public RecordSink {
 };
 
 // netdiag's own limits where the contract sets none (docs/formats.md,
-// "netdiag limits"). A probe record with more than kMaxProbesPerRecord
+// "netdiag limits"). A line longer than kMaxLineBytes (not counting its
+// '\n') is a bad line, skipped without being held in memory: the longest
+// real record, a probe whose path and reply_path cross a few dozen ports,
+// is a few kilobytes. A probe record with more than kMaxProbesPerRecord
 // probes sent is kept but counted and reported as implausible: our prober
 // sends at most a few hundred probes a second per host port (the planner's
 // cap is 400), so even a 60 s window holds 24,000; a million in one record
 // is a prober bug or a hostile writer (sent = 4.29e9 would swamp every other
 // flow's evidence on its path).
+inline constexpr size_t kMaxLineBytes = size_t{1} << 20;
 inline constexpr uint64_t kMaxProbesPerRecord = 1'000'000;
 
 struct BadLine {
@@ -87,11 +91,13 @@ struct ReadOptions {
 // Lines are numbered from 1; blank lines (whitespace only, CRLF endings
 // included) are counted in stats.lines and skipped silently. A UTF-8 BOM at
 // the start of the stream is skipped. Each line is parsed and fully
-// validated as JSON (simdjson DOM parser, reused across lines); lines of
-// any length work. Leniencies beyond the contract: an optional field whose
-// value is null counts as absent, and an integer field accepts a number
-// with an integral value (50.0). `lost_fwd`/`lost_rev` may come alone (then
-// it must be <= lost); when both come they must sum to `lost`.
+// validated as JSON (simdjson DOM parser, reused across lines); a line
+// longer than kMaxLineBytes is bad and skipped unread, so the reader holds
+// at most about 2 x kMaxLineBytes whatever the input. Leniencies beyond the
+// contract: an optional field whose value is null counts as absent, and an
+// integer field accepts a number with an integral value (50.0).
+// `lost_fwd`/`lost_rev` may come alone (then it must be <= lost); when both
+// come they must sum to `lost`.
 // A record handed to the sink is valid only during the call (the reader
 // reuses it). Counts are added to `stats` (pass a fresh one per log); line
 // numbers in first_bad count from 1 in each call. Not thread-safe per call;

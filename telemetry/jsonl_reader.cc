@@ -592,16 +592,27 @@ bool LineParser::admit() {
 bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink, ReadStats& stats,
                const ReadOptions& options) {
   LineParser parser(topo, sink, options.max_future_s);
-  // One growable buffer: [begin, end) holds unread bytes; the allocation
-  // keeps SIMDJSON_PADDING spare bytes past `cap` so every line, even the
-  // last one, can be handed to simdjson in place.
-  size_t cap = size_t{1} << 20;
+  // One buffer: [begin, end) holds unread bytes; the allocation keeps
+  // SIMDJSON_PADDING spare bytes past `cap` so every line, even the last
+  // one, can be handed to simdjson in place. It does not grow: a line longer than kMaxLineBytes is
+  // reported as soon as that many bytes of it are in, and the rest of it is dropped as it is read
+  // (`skipping`), so a huge line costs no memory.
+  const size_t cap = 2 * kMaxLineBytes;
   std::vector<char> buf(cap + simdjson::SIMDJSON_PADDING);
   size_t begin = 0, end = 0, scanned = 0;
-  bool eof = false, first = true;
+  bool eof = false, first = true, skipping = false;
 
   // Returns false to stop (strict mode hit a bad line).
   uint64_t line_no = 0;
+  auto badLine = [&](const std::string& message) {
+    ++stats.bad;
+    if (stats.first_bad.size() < ReadStats::kMaxBadLinesKept) {
+      stats.first_bad.push_back(BadLine{line_no, message});
+    }
+    return !options.strict;
+  };
+  // The line's own bytes are in [line_begin, line_end) or, when it is too
+  // long, at least its first kMaxLineBytes + 3 bytes are.
   auto handle = [&](size_t line_begin, size_t line_end) {
     ++line_no;
     ++stats.lines;
@@ -613,6 +624,12 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         p += 3;
         len -= 3;
       }
+    }
+    if (len > kMaxLineBytes) {
+      std::string msg = "line longer than ";
+      appendInt(msg, kMaxLineBytes);
+      msg += " bytes (netdiag's limit, docs/formats.md): skipped unread";
+      return badLine(msg);
     }
     while (len > 0 && p[len - 1] == '\r') --len;
     switch (parser.parse(p, len)) {
@@ -631,11 +648,7 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         ++stats.unknown_kind;
         return true;
       case LineParser::Outcome::kBad:
-        ++stats.bad;
-        if (stats.first_bad.size() < ReadStats::kMaxBadLinesKept) {
-          stats.first_bad.push_back(BadLine{line_no, parser.error()});
-        }
-        return !options.strict;
+        return badLine(parser.error());
       case LineParser::Outcome::kFuture:
         ++stats.future;
         if (stats.first_future.size() < ReadStats::kMaxBadLinesKept) {
@@ -654,23 +667,29 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         break;
       }
       size_t line_end = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
-      if (!handle(begin, line_end)) return false;
+      if (skipping) {
+        skipping = false;  // the end of a too-long line, already reported
+      } else if (!handle(begin, line_end)) {
+        return false;
+      }
       begin = scanned = line_end + 1;
     }
+    // A partial line this long is too long whatever follows (+3: a BOM).
+    if (!skipping && end - begin > kMaxLineBytes + 3) {
+      if (!handle(begin, end)) return false;
+      skipping = true;
+    }
+    if (skipping) begin = scanned = end;  // drop what is in of it
     if (eof) {
       if (begin < end && !handle(begin, end)) return false;
       break;
     }
-    // Keep the partial line; grow when it fills the whole buffer.
+    // Keep the partial line; it fits, being at most kMaxLineBytes + 3.
     if (begin > 0) {
       std::memmove(buf.data(), buf.data() + begin, end - begin);
       end -= begin;
       scanned -= begin;
       begin = 0;
-    }
-    if (end == cap) {
-      cap *= 2;
-      buf.resize(cap + simdjson::SIMDJSON_PADDING);
     }
     in.read(buf.data() + end, static_cast<std::streamsize>(cap - end));
     end += static_cast<size_t>(in.gcount());

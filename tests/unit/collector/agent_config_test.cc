@@ -136,6 +136,29 @@ TEST(AgentConfig, FlagTextUsesTheSameParser) {
   EXPECT_EQ(setAgentConfigValue(c, "nope", "1"), "unknown key");
 }
 
+TEST(AgentConfig, FileSizeIsBounded) {
+  // An endless file is an error found after kMaxAgentConfigBytes + 1 bytes,
+  // not bad_alloc.
+  AgentConfig c;
+  auto errors = applyAgentConfigFile(c, "/dev/zero");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "/dev/zero: config file is larger than 1048576 bytes (1 MiB, netdiag's "
+            "limit); is it the right file?");
+  // Exactly at the bound is read; one byte more is not.
+  const auto path = std::filesystem::temp_directory_path() / "netdiag_agent_config_size_test.yaml";
+  const std::string body = "node: leaf1\n#";
+  std::string text = body + std::string(kMaxAgentConfigBytes - body.size(), 'x');
+  std::ofstream(path, std::ios::binary) << text;
+  EXPECT_TRUE(applyAgentConfigFile(c, path.string()).empty());
+  EXPECT_EQ(c.node, "leaf1");
+  std::ofstream(path, std::ios::binary) << text << 'x';
+  errors = applyAgentConfigFile(c, path.string());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("larger than 1048576 bytes"), std::string::npos) << errors[0];
+  std::filesystem::remove(path);
+}
+
 TEST(AgentConfig, FileErrorsAndRandomInputNeverCrash) {
   AgentConfig c;
   auto errors = applyAgentConfigFile(c, "/nonexistent/agent.yaml");
