@@ -112,8 +112,15 @@ void FabricEvidence::addProbe(const ProbeRecord& r) {
 
 void FabricEvidence::addPort(const PortRecord& r) { counters_.add(r); }
 
+std::string capEvidenceText(std::string_view s) {
+  if (s.size() <= kMaxEvidenceText) return std::string(s);
+  size_t n = kMaxEvidenceText;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "...[" + std::to_string(s.size()) + " bytes]";
+}
+
 void FabricEvidence::addLldp(const LldpRecord& r) {
-  lldp_neighbor_[r.port] = r.neighbor;
+  lldp_neighbor_[r.port] = capEvidenceText(r.neighbor);
   const Port& p = topo_.port(r.port);
   std::string expected =
       p.link == kNone ? "" : topo_.portRef(topo_.dirDstPort(topo_.egressOf(r.port)));

@@ -7,9 +7,11 @@
 // owns that state; the explanation step (explain.h) reads it, and the
 // engine (engine.h) feeds it records and moves its clock.
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/counters.h"
@@ -35,6 +37,14 @@ struct EvidenceConfig {
   double horizon_s = 180;
   size_t expected_flows = 0;  // sizes the path memory up front (0: grow as seen)
 };
+
+// Telemetry strings kept as evidence (an LLDP neighbour) come from the
+// fabric, not from us: one 1 MB string would otherwise be held per port and
+// copied into every incident, report and database row naming it. Longer
+// ones are cut at a UTF-8 boundary to at most this many bytes and marked
+// "...[N bytes]" with their full size. Comparisons use the full string.
+inline constexpr size_t kMaxEvidenceText = 256;
+std::string capEvidenceText(std::string_view s);
 
 class FabricEvidence {
  public:
@@ -89,7 +99,8 @@ class FabricEvidence {
   double carrierChanges(topology::LinkId l) const;
   bool reportedDown(topology::LinkId l) const;
   bool allLinksDown(topology::NodeId host) const;
-  // LLDP: whether port p's neighbour disagrees with the topology.
+  // LLDP: whether port p's neighbour disagrees with the topology, and the
+  // neighbour as reported, cut to kMaxEvidenceText (see capEvidenceText).
   bool lldpMismatch(topology::PortId p) const { return lldp_mismatch_[p]; }
   const std::string& lldpNeighbor(topology::PortId p) const { return lldp_neighbor_[p]; }
 

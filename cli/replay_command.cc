@@ -113,6 +113,14 @@ int runReplay(const ReplayOptions& o) {
       std::cerr << "... and " << withCommas(count - lines->size()) << " more\n";
     }
   }
+  // Kept (the contract allows them) but beyond a netdiag limit: say where.
+  for (const auto& w : stats.first_implausible) {
+    std::cerr << name << ':' << w.line << ": warning: implausible record: " << w.message << '\n';
+  }
+  if (stats.implausible > stats.first_implausible.size()) {
+    std::cerr << "... and " << withCommas(stats.implausible - stats.first_implausible.size())
+              << " more\n";
+  }
   if (!ok) {
     std::cerr << "netdiag replay: stopped at " << name << ':' << last_line
               << ", the first bad or future record (--strict)\n";
@@ -147,6 +155,7 @@ int runReplay(const ReplayOptions& o) {
                    {"too_late", es.too_late},
                    {"passes", es.passes},
                    {"max_future_s", o.max_future_s}};
+    j["ingest"]["implausible"] = stats.implausible;  // beyond a netdiag limit, kept
     std::cout << j.dump(2) << '\n';
   } else {
     printTable(topo, report);
@@ -155,8 +164,9 @@ int runReplay(const ReplayOptions& o) {
             << " probe, " << withCommas(es.ports) << " port, " << withCommas(es.lldp) << " lldp; "
             << withCommas(stats.bad) << " bad, " << withCommas(stats.unknown_kind)
             << " unknown kind, " << withCommas(stats.future) << " future, " << withCommas(es.late)
-            << " late, " << withCommas(es.too_late) << " too late) in " << es.passes << " passes; "
-            << report.incidents.size() << " incident(s)\n";
+            << " late, " << withCommas(es.too_late) << " too late";
+  if (stats.implausible > 0) std::cerr << ", " << withCommas(stats.implausible) << " implausible";
+  std::cerr << ") in " << es.passes << " passes; " << report.incidents.size() << " incident(s)\n";
   bool findings = false;
   for (const auto& i : report.incidents) findings |= i.localized_at && !i.resolved_at;
   return findings ? kExitFindings : kExitOk;

@@ -27,10 +27,7 @@ constexpr size_t kMaxDiagnosticsShown = 200;
 
 void printDiagnostics(const std::vector<Diagnostic>& diags, std::string_view level) {
   for (size_t i = 0; i < diags.size() && i < kMaxDiagnosticsShown; ++i) {
-    const Diagnostic& d = diags[i];
-    std::cerr << d.file;
-    if (d.line > 0) std::cerr << ':' << d.line;
-    std::cerr << ": " << level << ": " << d.message << '\n';
+    std::cerr << diags[i].str(level) << '\n';
   }
   if (diags.size() > kMaxDiagnosticsShown) {
     std::cerr << "... and " << withCommas(diags.size() - kMaxDiagnosticsShown) << " more " << level

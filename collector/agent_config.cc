@@ -5,14 +5,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
+
+#include "topology/display_text.h"
 
 namespace netdiag::collector {
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+// Values and keys echoed in errors come from a file or flag: escaped for display.
+std::string quoted(const std::string& s) { return "\"" + topology::escapeForDisplay(s) + "\""; }
 
 bool parseDouble(const std::string& s, double* out) {
   if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
@@ -193,9 +195,17 @@ std::vector<std::string> applyAgentConfigYaml(AgentConfig& config, const std::st
 std::vector<std::string> applyAgentConfigFile(AgentConfig& config, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {path + ": cannot open config file"};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return applyAgentConfigYaml(config, ss.str(), path);
+  // Read at most one byte past the bound: /dev/zero or a mistaken log file
+  // would otherwise be read whole, until bad_alloc.
+  std::string text(kMaxAgentConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return {path + ": cannot read config file"};
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxAgentConfigBytes) {
+    return {path + ": config file is larger than " + std::to_string(kMaxAgentConfigBytes) +
+            " bytes (1 MiB, netdiag's limit); is it the right file?"};
+  }
+  return applyAgentConfigYaml(config, text, path);
 }
 
 std::vector<std::string> validateAgentConfig(const AgentConfig& c) {

@@ -5,6 +5,7 @@
 // `--a-b`), parsing and validation in one place. Later sources override
 // earlier ones: defaults, then the file, then flags.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -57,7 +58,10 @@ std::string setAgentConfigValue(AgentConfig& config, const std::string& key,
 // unknown keys are errors (a typo must not silently do nothing).
 std::vector<std::string> applyAgentConfigYaml(AgentConfig& config, const std::string& yaml,
                                               const std::string& source);
-// Reads `path` and applies it as above.
+// Reads `path` and applies it as above. A file larger than
+// kMaxAgentConfigBytes is an error, found without reading past the bound
+// (a real config is a few hundred bytes; docs/operations.md).
+inline constexpr size_t kMaxAgentConfigBytes = size_t{1} << 20;
 std::vector<std::string> applyAgentConfigFile(AgentConfig& config, const std::string& path);
 
 // Checks the finished config; one message per problem, naming the key.

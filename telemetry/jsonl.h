@@ -43,19 +43,34 @@ class JsonlWriter : public RecordSink {
   uint64_t lines_ = 0;
 };
 
+// netdiag's own limits where the contract sets none (docs/formats.md,
+// "netdiag limits"). A line longer than kMaxLineBytes (not counting its
+// '\n') is a bad line, skipped without being held in memory: the longest
+// real record, a probe whose path and reply_path cross a few dozen ports,
+// is a few kilobytes. A probe record with more than kMaxProbesPerRecord
+// probes sent is kept but counted and reported as implausible: our prober
+// sends at most a few hundred probes a second per host port (the planner's
+// cap is 400), so even a 60 s window holds 24,000; a million in one record
+// is a prober bug or a hostile writer (sent = 4.29e9 would swamp every other
+// flow's evidence on its path).
+inline constexpr size_t kMaxLineBytes = size_t{1} << 20;
+inline constexpr uint64_t kMaxProbesPerRecord = 1'000'000;
+
 struct BadLine {
   uint64_t line = 0;
   std::string message;  // what is wrong, naming the field or value
 };
 
 struct ReadStats {
-  uint64_t lines = 0;                 // lines read, blank ones included
-  uint64_t records = 0;               // records handed to the sink
-  uint64_t bad = 0;                   // invalid JSON or records that break the contract
-  uint64_t unknown_kind = 0;          // counted and skipped, per the contract
-  uint64_t future = 0;                // beyond ReadOptions::max_future_s: counted and skipped
-  std::vector<BadLine> first_bad;     // the first kMaxBadLinesKept of them
-  std::vector<BadLine> first_future;  // likewise
+  uint64_t lines = 0;                      // lines read, blank ones included
+  uint64_t records = 0;                    // records handed to the sink
+  uint64_t bad = 0;                        // invalid JSON or records that break the contract
+  uint64_t unknown_kind = 0;               // counted and skipped, per the contract
+  uint64_t future = 0;                     // beyond ReadOptions::max_future_s: counted and skipped
+  uint64_t implausible = 0;                // valid and kept, but beyond a netdiag limit (above)
+  std::vector<BadLine> first_bad;          // the first kMaxBadLinesKept of them
+  std::vector<BadLine> first_future;       // likewise
+  std::vector<BadLine> first_implausible;  // likewise
   static constexpr size_t kMaxBadLinesKept = 1000;
 };
 
@@ -70,16 +85,19 @@ struct ReadOptions {
 
 // Reads a log from `in`, handing each valid record to `sink` in file order.
 // Returns false only when `strict` stopped at a bad or future line
-// (stats.first_bad or stats.first_future says which) or the stream failed.
+// (stats.first_bad or stats.first_future says which) or the stream failed;
+// an implausible record does not stop it (the contract allows it).
 //
 // Lines are numbered from 1; blank lines (whitespace only, CRLF endings
 // included) are counted in stats.lines and skipped silently. A UTF-8 BOM at
 // the start of the stream is skipped. Each line is parsed and fully
-// validated as JSON (simdjson DOM parser, reused across lines); lines of
-// any length work. Leniencies beyond the contract: an optional field whose
-// value is null counts as absent, and an integer field accepts a number
-// with an integral value (50.0). `lost_fwd`/`lost_rev` may come alone (then
-// it must be <= lost); when both come they must sum to `lost`.
+// validated as JSON (simdjson DOM parser, reused across lines); a line
+// longer than kMaxLineBytes is bad and skipped unread, so the reader holds
+// at most about 2 x kMaxLineBytes whatever the input. Leniencies beyond the
+// contract: an optional field whose value is null counts as absent, and an
+// integer field accepts a number with an integral value (50.0).
+// `lost_fwd`/`lost_rev` may come alone (then it must be <= lost); when both
+// come they must sum to `lost`.
 // A record handed to the sink is valid only during the call (the reader
 // reuses it). Counts are added to `stats` (pass a fresh one per log); line
 // numbers in first_bad count from 1 in each call. Not thread-safe per call;

@@ -11,6 +11,7 @@
 #include <simdjson.h>
 
 #include "telemetry/jsonl.h"
+#include "topology/display_text.h"
 
 namespace netdiag::telemetry {
 namespace {
@@ -107,7 +108,7 @@ constexpr std::array<Counter, 8> kCounters = {{
     {Key::kCarrierChanges, &PortRecord::carrier_changes},
 }};
 
-// A value quoted for a message: JSON-like, control characters escaped and
+// A value quoted for a message: JSON-like, control and bidi characters escaped and
 // long text cut (at a UTF-8 boundary) so one bad line cannot flood a report.
 constexpr size_t kMaxQuoted = 80;
 
@@ -118,8 +119,12 @@ void appendQuoted(std::string& out, std::string_view s) {
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
     s = s.substr(0, n);
   }
+  // JSON escapes handle control characters and bad UTF-8; bidi controls
+  // are valid UTF-8 and need the display escaping on top.
+  std::string json;
+  detail::appendJsonEscaped(json, s);
   out += '\'';
-  detail::appendJsonEscaped(out, s);
+  topology::appendEscapedForDisplay(out, json);
   if (cut) out += "...";
   out += '\'';
 }
@@ -187,6 +192,8 @@ class LineParser {
   // readable bytes follow it. On kBad and kFuture, error() says why.
   Outcome parse(const char* p, size_t len);
   const std::string& error() const { return error_; }
+  // After kRecord: why the record, kept, is implausible; empty when it is not.
+  const std::string& warning() const { return warning_; }
 
  private:
   Outcome bad(std::string msg) {
@@ -236,6 +243,7 @@ class LineParser {
   std::string_view kind_;
   double t_ = 0;
   std::string error_;
+  std::string warning_;
   ProbeRecord probe_;
   PortRecord port_;
   LldpRecord lldp_;
@@ -250,6 +258,7 @@ bool isBlank(const char* p, size_t len) {
 }
 
 LineParser::Outcome LineParser::parse(const char* p, size_t len) {
+  warning_.clear();
   if (isBlank(p, len)) return Outcome::kBlank;
   element doc;
   // realloc_if_needed=false: the caller guarantees the padding.
@@ -511,6 +520,13 @@ LineParser::Outcome LineParser::parseProbe() {
     return Outcome::kBad;
   }
   if (!admit()) return Outcome::kFuture;
+  if (sent > kMaxProbesPerRecord) {
+    warning_ = "probe: 'sent' ";
+    appendInt(warning_, sent);
+    warning_ += " is more than netdiag's limit of ";
+    appendInt(warning_, kMaxProbesPerRecord);
+    warning_ += " probes in one record (no real prober sends that many a window); kept";
+  }
   sink_.onProbe(r);
   return Outcome::kRecord;
 }
@@ -576,16 +592,27 @@ bool LineParser::admit() {
 bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sink, ReadStats& stats,
                const ReadOptions& options) {
   LineParser parser(topo, sink, options.max_future_s);
-  // One growable buffer: [begin, end) holds unread bytes; the allocation
-  // keeps SIMDJSON_PADDING spare bytes past `cap` so every line, even the
-  // last one, can be handed to simdjson in place.
-  size_t cap = size_t{1} << 20;
+  // One buffer: [begin, end) holds unread bytes; the allocation keeps
+  // SIMDJSON_PADDING spare bytes past `cap` so every line, even the last
+  // one, can be handed to simdjson in place. It does not grow: a line longer than kMaxLineBytes is
+  // reported as soon as that many bytes of it are in, and the rest of it is dropped as it is read
+  // (`skipping`), so a huge line costs no memory.
+  const size_t cap = 2 * kMaxLineBytes;
   std::vector<char> buf(cap + simdjson::SIMDJSON_PADDING);
   size_t begin = 0, end = 0, scanned = 0;
-  bool eof = false, first = true;
+  bool eof = false, first = true, skipping = false;
 
   // Returns false to stop (strict mode hit a bad line).
   uint64_t line_no = 0;
+  auto badLine = [&](const std::string& message) {
+    ++stats.bad;
+    if (stats.first_bad.size() < ReadStats::kMaxBadLinesKept) {
+      stats.first_bad.push_back(BadLine{line_no, message});
+    }
+    return !options.strict;
+  };
+  // The line's own bytes are in [line_begin, line_end) or, when it is too
+  // long, at least its first kMaxLineBytes + 3 bytes are.
   auto handle = [&](size_t line_begin, size_t line_end) {
     ++line_no;
     ++stats.lines;
@@ -598,22 +625,30 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         len -= 3;
       }
     }
+    if (len > kMaxLineBytes) {
+      std::string msg = "line longer than ";
+      appendInt(msg, kMaxLineBytes);
+      msg += " bytes (netdiag's limit, docs/formats.md): skipped unread";
+      return badLine(msg);
+    }
     while (len > 0 && p[len - 1] == '\r') --len;
     switch (parser.parse(p, len)) {
       case LineParser::Outcome::kBlank:
         return true;
       case LineParser::Outcome::kRecord:
         ++stats.records;
+        if (!parser.warning().empty()) {
+          ++stats.implausible;
+          if (stats.first_implausible.size() < ReadStats::kMaxBadLinesKept) {
+            stats.first_implausible.push_back(BadLine{line_no, parser.warning()});
+          }
+        }
         return true;
       case LineParser::Outcome::kUnknownKind:
         ++stats.unknown_kind;
         return true;
       case LineParser::Outcome::kBad:
-        ++stats.bad;
-        if (stats.first_bad.size() < ReadStats::kMaxBadLinesKept) {
-          stats.first_bad.push_back(BadLine{line_no, parser.error()});
-        }
-        return !options.strict;
+        return badLine(parser.error());
       case LineParser::Outcome::kFuture:
         ++stats.future;
         if (stats.first_future.size() < ReadStats::kMaxBadLinesKept) {
@@ -632,23 +667,29 @@ bool readJsonl(std::istream& in, const topology::Topology& topo, RecordSink& sin
         break;
       }
       size_t line_end = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
-      if (!handle(begin, line_end)) return false;
+      if (skipping) {
+        skipping = false;  // the end of a too-long line, already reported
+      } else if (!handle(begin, line_end)) {
+        return false;
+      }
       begin = scanned = line_end + 1;
     }
+    // A partial line this long is too long whatever follows (+3: a BOM).
+    if (!skipping && end - begin > kMaxLineBytes + 3) {
+      if (!handle(begin, end)) return false;
+      skipping = true;
+    }
+    if (skipping) begin = scanned = end;  // drop what is in of it
     if (eof) {
       if (begin < end && !handle(begin, end)) return false;
       break;
     }
-    // Keep the partial line; grow when it fills the whole buffer.
+    // Keep the partial line; it fits, being at most kMaxLineBytes + 3.
     if (begin > 0) {
       std::memmove(buf.data(), buf.data() + begin, end - begin);
       end -= begin;
       scanned -= begin;
       begin = 0;
-    }
-    if (end == cap) {
-      cap *= 2;
-      buf.resize(cap + simdjson::SIMDJSON_PADDING);
     }
     in.read(buf.data() + end, static_cast<std::streamsize>(cap - end));
     end += static_cast<size_t>(in.gcount());

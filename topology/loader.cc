@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
+#include "topology/display_text.h"
 #include "topology/yaml_doc.h"
 
 namespace netdiag::topology {
@@ -30,6 +32,7 @@ class Loader {
       error(doc_.line(root), "the top level must be a mapping with 'nodes' and 'links'");
       return;
     }
+    warnAboutDuplicateKeys(root);
     if (Index name = doc_.find(root, "name");
         name != YamlDoc::kMissing && doc_.kind(name) != Kind::kNull) {
       if (auto s = scalar(name, "'name'")) topo_.name = *s;
@@ -74,6 +77,40 @@ class Loader {
     out_.warnings.push_back({std::string(file_), line, std::move(message)});
   }
 
+  // YAML wants the keys of a mapping unique, but yaml-cpp keeps repeats and
+  // find() takes the first: say so rather than silently drop the later value
+  // (the JSONL reader, by contrast, takes the last). Maps the loader reads
+  // are small (a node, a link, the top level) unless a file is hostile, so
+  // pairwise up to a few dozen keys, a hash map beyond.
+  void warnAboutDuplicateKeys(Index map) {
+    auto kids = doc_.children(map);
+    constexpr size_t kPairwiseUpTo = 32;
+    auto report = [&](Index first, Index again) {
+      warning(doc_.line(again), "duplicate key '" + std::string(doc_.text(again)) + "' at line " +
+                                    std::to_string(doc_.line(again)) + " repeats line " +
+                                    std::to_string(doc_.line(first)) +
+                                    "; the first is used, this one ignored");
+    };
+    if (kids.size() / 2 <= kPairwiseUpTo) {
+      for (size_t k = 0; k + 1 < kids.size(); k += 2) {
+        if (doc_.kind(kids[k]) != Kind::kScalar) continue;
+        for (size_t j = 0; j < k; j += 2) {
+          if (doc_.kind(kids[j]) == Kind::kScalar && doc_.text(kids[j]) == doc_.text(kids[k])) {
+            report(kids[j], kids[k]);
+            break;
+          }
+        }
+      }
+      return;
+    }
+    std::unordered_map<std::string_view, Index> first;
+    for (size_t k = 0; k + 1 < kids.size(); k += 2) {
+      if (doc_.kind(kids[k]) != Kind::kScalar) continue;
+      auto [it, inserted] = first.emplace(doc_.text(kids[k]), kids[k]);
+      if (!inserted) report(it->second, kids[k]);
+    }
+  }
+
   // The text of a scalar, or an error naming `what` when it is not one.
   std::optional<std::string_view> scalar(Index i, std::string_view what) {
     if (doc_.kind(i) == Kind::kScalar) return doc_.text(i);
@@ -97,6 +134,7 @@ class Loader {
       error(line, "a node must be a mapping with 'name' and 'role'");
       return;
     }
+    warnAboutDuplicateKeys(n);
     Index name_i = doc_.find(n, "name");
     if (name_i == YamlDoc::kMissing || doc_.kind(name_i) == Kind::kNull) {
       error(line, "node has no 'name'");
@@ -169,6 +207,7 @@ class Loader {
       a.ref = *ra;
       b.ref = *rb;
     } else if (doc_.kind(l) == Kind::kMap) {
+      warnAboutDuplicateKeys(l);
       auto ra = optionalField(l, "a", "link", bad);
       auto rb = optionalField(l, "b", "link", bad);
       if (!ra || !rb) {
@@ -285,11 +324,16 @@ class Loader {
 
 }  // namespace
 
-std::string Diagnostic::str() const {
-  std::string s = file;
+std::string Diagnostic::str(std::string_view level) const {
+  // Messages quote names from the file verbatim; escape once, here.
+  std::string s = escapeForDisplay(file);
   if (line > 0) s += ":" + std::to_string(line);
   s += ": ";
-  s += message;
+  if (!level.empty()) {
+    s += level;
+    s += ": ";
+  }
+  appendEscapedForDisplay(s, message);
   return s;
 }
 

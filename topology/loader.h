@@ -18,8 +18,10 @@ struct Diagnostic {
   uint32_t line = 0;  // 0: not tied to a line
   std::string message;
 
-  // "file:line: message", the form compilers use, so editors can jump to it.
-  std::string str() const;
+  // "file:line: message", the form compilers use, so editors can jump to it;
+  // control and bidi characters escaped (display_text.h). `message` itself
+  // keeps the offending text verbatim. With a level: "file:line: level: message".
+  std::string str(std::string_view level = {}) const;
 };
 
 struct LoadResult {

@@ -155,6 +155,31 @@ TEST_F(ReplayCliTest, BadLinesAreCountedReportedWithTheirNumbersAndSkipped) {
   EXPECT_THAT(slurp(path("e")), HasSubstr(":5: bad record"));
 }
 
+TEST_F(ReplayCliTest, ImplausibleAndOverlongLinesAreReportedWithTheirNumbers) {
+  simulate("baseline.yaml", 60);
+  std::vector<std::string> log = lines(slurp(path("log.jsonl")));
+  ASSERT_GT(log.size(), 10u);
+  // Line 3: more probes than any prober sends (kept, warned); line 6: a
+  // line over the 1 MiB limit (bad, skipped).
+  log.insert(log.begin() + 2,
+             R"({"t": 1.0, "kind": "probe", "src": "host1:eth0", "dst": "host9:eth0", )"
+             R"("flow": 1, "sent": 4294967295, "lost": 0})");
+  log.insert(log.begin() + 5, R"({"t": 1.0, "kind": "lldp", "port": "host1:eth0", "neighbor": ")" +
+                                  std::string(2 << 20, 'x') + "\"}");
+  std::string text;
+  for (const auto& l : log) text += l + "\n";
+  write("odd.jsonl", text);
+  Outcome r = run("replay --topology " + topo() + " --telemetry " + path("odd.jsonl") + " --json");
+  EXPECT_THAT(r.err, HasSubstr(path("odd.jsonl") + ":3: warning: implausible record: probe: "
+                                                   "'sent' 4294967295 is more than"));
+  EXPECT_THAT(r.err, HasSubstr(path("odd.jsonl") + ":6: bad record: line longer than 1048576"));
+  EXPECT_THAT(r.err, HasSubstr("1 bad,"));
+  EXPECT_THAT(r.err, HasSubstr(", 1 implausible)"));
+  auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["ingest"]["implausible"], 1);
+  EXPECT_EQ(report["ingest"]["bad"], 1);
+}
+
 TEST_F(ReplayCliTest, StrictStopsAtTheFirstBadLineWithExit2) {
   simulate("gray_loss.yaml", 60);
   std::vector<std::string> log = lines(slurp(path("log.jsonl")));

@@ -13,6 +13,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "analyzer/fabric_evidence.h"
 #include "tests/unit/analyzer/analyzer_test_util.h"
 
 namespace netdiag::analyzer::testing {
@@ -380,6 +381,31 @@ TEST(EngineRules, LldpNeighbourMismatchIsMiscablingNamingThePorts) {
   }
   EXPECT_THAT(by_node["leaf1"], UnorderedElementsAre("leaf1:swp1", "leaf1:swp2"));
   EXPECT_THAT(by_node["leaf3"], UnorderedElementsAre("leaf3:swp2"));
+}
+
+TEST(EngineRules, HugeLldpNeighbourIsCutInTheEvidence) {
+  Fabric f;
+  Script s(f);
+  std::vector<Record> recs;
+  for (Record& rec : s.build(60)) recs.push_back(std::move(rec));
+  // A 1 MB neighbour string (a broken or hostile LLDP speaker) whose cut
+  // point falls inside a two-byte UTF-8 character.
+  std::string huge(255, 'x');
+  while (huge.size() < (1u << 20)) huge += "\xC3\xA9";
+  recs.emplace_back(LldpRecord{60.0, f.port("leaf3:swp2"), huge});
+  for (Record& rec : s.build(120, 60)) recs.push_back(std::move(rec));
+  Report r = runEngine(f.t, recs);
+  auto pos = localized(r);
+  ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+  ASSERT_EQ(pos[0].kind, IncidentKind::kMiscabling);
+  ASSERT_EQ(pos[0].evidence.ports.size(), 1u);
+  const std::string& seen = pos[0].evidence.ports[0].lldp_neighbor;
+  EXPECT_LE(seen.size(), kMaxEvidenceText + 32);
+  EXPECT_EQ(seen, std::string(255, 'x') + "...[" + std::to_string(huge.size()) + " bytes]");
+  // Short ones are kept as they are.
+  EXPECT_EQ(capEvidenceText("stranger:eth7"), "stranger:eth7");
+  EXPECT_EQ(capEvidenceText(std::string(kMaxEvidenceText, 'y')),
+            std::string(kMaxEvidenceText, 'y'));
 }
 
 // ---- time ----------------------------------------------------------------------

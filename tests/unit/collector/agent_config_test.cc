@@ -80,6 +80,17 @@ TEST(AgentConfig, BadValuesNameFileLineAndKey) {
   EXPECT_EQ(errors[6], "agent.yaml:8: unknown key \"colour\"");
 }
 
+TEST(AgentConfig, ErrorsEscapeControlAndBidiCharacters) {
+  AgentConfig c;
+  const auto errors = applyAgentConfigYaml(c,
+                                           "\"col\\e[2Jour\": blue\n"
+                                           "batch_interval: \"1\\u202E5\"\n",
+                                           "agent.yaml");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "agent.yaml:1: unknown key \"col\\x1b[2Jour\"");
+  EXPECT_EQ(errors[1], "agent.yaml:2: batch_interval: expected a number, got \"1\\u202e5\"");
+}
+
 TEST(AgentConfig, NotYamlOrNotAMap) {
   AgentConfig c;
   auto errors = applyAgentConfigYaml(c, "node: [unclosed\n", "a.yaml");
@@ -123,6 +134,29 @@ TEST(AgentConfig, FlagTextUsesTheSameParser) {
   EXPECT_NE(setAgentConfigValue(c, "batch_interval", "1s"), "");
   EXPECT_NE(setAgentConfigValue(c, "batch_interval", "inf"), "");
   EXPECT_EQ(setAgentConfigValue(c, "nope", "1"), "unknown key");
+}
+
+TEST(AgentConfig, FileSizeIsBounded) {
+  // An endless file is an error found after kMaxAgentConfigBytes + 1 bytes,
+  // not bad_alloc.
+  AgentConfig c;
+  auto errors = applyAgentConfigFile(c, "/dev/zero");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "/dev/zero: config file is larger than 1048576 bytes (1 MiB, netdiag's "
+            "limit); is it the right file?");
+  // Exactly at the bound is read; one byte more is not.
+  const auto path = std::filesystem::temp_directory_path() / "netdiag_agent_config_size_test.yaml";
+  const std::string body = "node: leaf1\n#";
+  std::string text = body + std::string(kMaxAgentConfigBytes - body.size(), 'x');
+  std::ofstream(path, std::ios::binary) << text;
+  EXPECT_TRUE(applyAgentConfigFile(c, path.string()).empty());
+  EXPECT_EQ(c.node, "leaf1");
+  std::ofstream(path, std::ios::binary) << text << 'x';
+  errors = applyAgentConfigFile(c, path.string());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("larger than 1048576 bytes"), std::string::npos) << errors[0];
+  std::filesystem::remove(path);
 }
 
 TEST(AgentConfig, FileErrorsAndRandomInputNeverCrash) {

@@ -768,6 +768,63 @@ TEST(LoaderWarnings, HostWithoutLinks) {
   EXPECT_THAT(r.warnings, Contains(diagAt(3, {"'h'"}))) << dump(r);
 }
 
+TEST(LoaderWarnings, DuplicateKeysNameBothLinesAndTheFirstWins) {
+  LoadResult r = loadText(
+      "name: one\n"                   // 1
+      "nodes:\n"                      // 2
+      "  - name: a\n"                 // 3
+      "    role: leaf\n"              // 4
+      "    role: spine\n"             // 5
+      "  - {name: b, role: spine}\n"  // 6
+      "links:\n"                      // 7
+      "  - a: a:p1\n"                 // 8
+      "    b: b:p1\n"                 // 9
+      "    a: a:p9\n"                 // 10
+      "name: two\n");                 // 11
+  ASSERT_TRUE(r.ok()) << dump(r);
+  EXPECT_THAT(r.warnings, Contains(diagAt(5, {"duplicate key 'role'", "line 5", "line 4"})))
+      << dump(r);
+  EXPECT_THAT(r.warnings, Contains(diagAt(10, {"duplicate key 'a'", "line 10", "line 8"})))
+      << dump(r);
+  EXPECT_THAT(r.warnings, Contains(diagAt(11, {"duplicate key 'name'", "line 11", "line 1"})))
+      << dump(r);
+  // The behaviour the warnings describe: the first value is used.
+  EXPECT_EQ(r.topology.name, "one");
+  EXPECT_EQ(nodeNamed(r.topology, "a").role, Role::kLeaf);
+  EXPECT_TRUE(r.topology.findPort("a:p1").has_value());
+  EXPECT_FALSE(r.topology.findPort("a:p9").has_value());
+}
+
+TEST(LoaderWarnings, DuplicateKeysInAWideMap) {
+  // Past the pairwise check's size: the hash map path.
+  std::string text = "nodes:\n  - name: a\n    role: leaf\n";
+  for (int i = 0; i < 100; ++i) text += "    k" + std::to_string(i) + ": 1\n";
+  text += "    k7: 2\n";  // line 104; k7 first at line 11
+  LoadResult r = loadText(text);
+  ASSERT_TRUE(r.ok()) << dump(r);
+  EXPECT_THAT(r.warnings, ElementsAre(diagAt(104, {"duplicate key 'k7'", "line 11"}))) << dump(r);
+}
+
+TEST(LoaderDiagnostics, ControlAndBidiCharactersAreEscapedWhenShown) {
+  // An ESC sequence (clear screen) and U+202E (right-to-left override) in
+  // node names must not reach the terminal raw.
+  LoadResult r = loadText(
+      "nodes:\n"
+      "  - {name: \"a\\e[2Jb\", role: leaf}\n"
+      "  - {name: \"c\\u202Ed\", role: leaf}\n",
+      "t\x1b.yaml");
+  ASSERT_THAT(r.errors, SizeIs(2)) << dump(r);
+  const std::string first = r.errors[0].str();
+  const std::string second = r.errors[1].str("error");
+  EXPECT_EQ(first.find('\x1b'), std::string::npos) << first;
+  EXPECT_THAT(first, HasSubstr("t\\x1b.yaml:2: "));
+  EXPECT_THAT(first, HasSubstr("'a\\x1b[2Jb'"));
+  EXPECT_EQ(second.find("\xE2\x80\xAE"), std::string::npos) << second;
+  EXPECT_THAT(second, HasSubstr("t\\x1b.yaml:3: error: invalid node name 'c\\u202ed'"));
+  // The message itself keeps the name as written, for --json and callers.
+  EXPECT_THAT(r.errors[0].message, HasSubstr("'a\x1b[2Jb'"));
+}
+
 // ---------------------------------------------------------------------------
 // Robustness: whatever the bytes, an error list, never a crash.
 
