@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   g++ cmake ninja-build pkg-config ccache clang-format-14
+  # libFuzzer harnesses (fuzz/) and sanitizer runtimes: scripts/fuzz_tsan.sh
+  clang-14 libclang-rt-14-dev
   # libraries (see docs/architecture.md for who uses what)
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
   prometheus-cpp-dev libcpp-httplib-dev

@@ -4,8 +4,11 @@
 # start real servers and a namespaced fabric, and time their assertions),
 # the integration test with Prometheus and Alertmanager and the end-to-end
 # tests (root: they skip with a message elsewhere); then the unit tests
-# again under ASan + UBSan.
-# NETDIAG_SKIP_SANITIZE=1 skips the sanitizer pass (quicker local runs).
+# again under ASan + UBSan; last, scripts/fuzz_tsan.sh: each libFuzzer
+# harness for a bounded time, and the server and collector tests under TSan.
+# NETDIAG_SKIP_SANITIZE=1 skips the sanitizer passes, the fuzzing and TSan
+# stages included (quicker local runs); NETDIAG_SKIP_FUZZ_TSAN=1 skips only
+# the latter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -17,4 +20,7 @@ if [ "${NETDIAG_SKIP_SANITIZE:-0}" != 1 ]; then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure -j"$(nproc)" -L unit)
+fi
+if [ "${NETDIAG_SKIP_SANITIZE:-0}" != 1 ] && [ "${NETDIAG_SKIP_FUZZ_TSAN:-0}" != 1 ]; then
+  bash scripts/fuzz_tsan.sh all
 fi
