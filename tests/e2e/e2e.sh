@@ -276,6 +276,18 @@ e2e_result "loss resolved" "no open incident on $LOSS_LINK and a resolved one, w
 
 # --- 4. analyzer outage (while still miscabled) ----------------------------------------
 
+# The outage must find the miscabling settled: every swapped port named (the
+# ends' LLDP agents re-learn their neighbours at their own pace). Otherwise
+# what the analyzer learns during the outage changes the incidents, and
+# that is news, not a lost incident.
+t=$SECONDS
+while ((SECONDS - t < 90)); do
+  mis=$(locate_json | jq -c '[.incidents[]? | select(.kind == "miscabling") | .ports // []] | add // []')
+  named=$(jq -r --arg want "$SWAP_PORTS" '($want | split(" ")) as $w | [.[] | select(. as $p | $w | index($p))] | unique | length' <<<"$mis")
+  [[ $named -ge 4 ]] && break
+  sleep 3
+done
+echo "miscabling settled before the outage: $named of 4 swapped ports named after $((SECONDS - t)) s"
 snapshot() { all_incidents | jq -c '[.incidents[]? | {id, kind, link, node, ports, opened_at}] | sort_by(.id)'; }
 inc_before=$(snapshot)
 mis_before=$(locate_json | jq -c '[.incidents[]? | select(.kind == "miscabling") | .id] | sort')
