@@ -496,7 +496,7 @@ TEST_F(JsonlTest, TooLongLineIsBadAndSkippedWithoutHoldingIt) {
                       "\n{\"t\":1,\"kind\":\"lldp\",\"port\":\"h1:eth0\",\"neighbor\":\"x\"}\n");
   std::istream in(&gen);
   ReadStats stats;
-  const size_t before = heapInUse();
+  [[maybe_unused]] const size_t before = heapInUse();
   EXPECT_TRUE(readJsonl(in, topo, sink, stats));
   EXPECT_EQ(stats.lines, 2u);
   EXPECT_EQ(stats.records, 1u);
