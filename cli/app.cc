@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
   addExplainCommand(app, exit_code);
   addDrainCommand(app, exit_code);
   addAgentCommand(app, exit_code);
+  addPollCommand(app, exit_code);
   addAnalyzerCommand(app, exit_code);
 
   try {

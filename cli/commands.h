@@ -18,5 +18,6 @@ void addExplainCommand(CLI::App& app, int& exit_code);
 void addDrainCommand(CLI::App& app, int& exit_code);
 void addAgentCommand(CLI::App& app, int& exit_code);
 void addAnalyzerCommand(CLI::App& app, int& exit_code);
+void addPollCommand(CLI::App& app, int& exit_code);
 
 }  // namespace netdiag::cli
