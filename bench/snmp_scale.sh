@@ -66,7 +66,7 @@ flock -n "$LOCK_FD" || { echo "snmp_scale: another run holds /run/lock/netdiag-s
 RUN=$(mktemp -d /tmp/nd-snmp-scale.XXXXXX)
 chmod 755 "$RUN"
 cleanup() {
-  local f ns
+  local f ns pids
   local -a pidfiles=()
   for f in "$RUN"/snmp-*/snmpd.pid; do [[ -e $f ]] && pidfiles+=("$f"); done
   snmp_kill_pidfiles "${pidfiles[@]}"
