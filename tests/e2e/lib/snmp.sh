@@ -16,7 +16,8 @@
 #   snmp_wait [TIMEOUT] [NODE...]  until each snmpd answers ifName for every
 #                                  fabric port and its lldpRemTable lists
 #                                  exactly the switch neighbour cabled on each
-#                                  switch-facing port (default 60 s)
+#                                  switch-facing port (default 60 s; the
+#                                  LLDP part only on nodes snmp_start_lldpd ran on)
 #   snmp_stop [NODE...]            the lldpd and snmpd these started (pid
 #                                  files); call it from the EXIT trap before
 #                                  fabric_teardown
@@ -317,6 +318,8 @@ _snmp_not_ready() {
   for p in $(fabric_ports "$n"); do
     grep -qx -- "$p" <<<"$names" || { echo "$n: ifName lacks $p"; return 0; }
   done
+  # LLDP-MIB only where snmp_start_lldpd runs lldpd as AgentX subagent.
+  [[ -f $FABRIC_RUN/lldpd-$n/mode ]] || return 0
   seen=$(snmp_lldp_neighbors "$n")
   for p in $(fabric_ports "$n"); do
     peer=${FAB_PEER[$n:$p]}
