@@ -36,23 +36,36 @@ struct PollFlags {
   std::string config, analyzer, topology, metrics_address, spool_dir;
   bool once = false;
   double once_timeout = 60;
+  int rounds = 1;
 };
 
-int runOnce(const collector::snmp::PollerConfig& cfg, const topology::Topology& topo,
-            std::map<std::string, std::set<std::string>> known, double timeout_s) {
+int runOnce(const collector::snmp::PollerConfig& cfg, const topology::Topology* topo,
+            std::map<std::string, std::set<std::string>> known, double timeout_s, int rounds) {
   prometheus::Registry registry;
   collector::SourceStats stats(std::max<size_t>(cfg.targets.size(), 1));
   std::vector<std::string> problems;
   collector::snmp::SnmpPoller poller(cfg, std::move(known), registry, stats, &problems);
-  const bool all = poller.runOnce(timeout_s);
+  bool all = true;
   v1::Batch batch;
+  for (int r = 0; r < rounds; ++r) {
+    all = poller.runOnce(timeout_s) && all;
+    if (r + 1 < rounds) {
+      v1::Batch ignored;
+      poller.take(ignored, &problems);
+    }
+  }
   poller.take(batch, &problems);
   for (const std::string& p : problems) std::cerr << "netdiag poll snmp: " << p << '\n';
-  proto::Resolver resolver(topo);
-  telemetry::JsonlWriter writer(topo, std::cout);
-  for (const std::string& e : proto::deliver(batch, resolver, writer))
-    std::cerr << "netdiag poll snmp: " << e << '\n';
-  writer.flush();
+  if (topo) {
+    proto::Resolver resolver(*topo);
+    telemetry::JsonlWriter writer(*topo, std::cout);
+    for (const std::string& e : proto::deliver(batch, resolver, writer))
+      std::cerr << "netdiag poll snmp: " << e << '\n';
+    writer.flush();
+  }
+  const auto totals = poller.totals();
+  std::cerr << "netdiag poll snmp: " << totals.polls << " polls, " << totals.requests
+            << " requests, " << totals.varbinds << " varbinds\n";
   size_t failed = 0;
   for (const auto& [target, s] : stats.snapshot()) failed += s.failures > 0 ? 1 : 0;
   std::cerr << "netdiag poll snmp: " << cfg.targets.size() << " targets, " << failed << " failed; "
@@ -94,12 +107,8 @@ int runPoll(const PollFlags& f) {
       known[topo.topology.nodes()[p.node].name].insert(p.name);
   }
   if (f.once) {
-    if (cfg.topology.empty()) {
-      std::cerr << "netdiag poll snmp: --once needs the topology (--topology or topology:) to "
-                   "write records by its port names\n";
-      return kExitError;
-    }
-    return runOnce(cfg, topo.topology, std::move(known), f.once_timeout);
+    return runOnce(cfg, cfg.topology.empty() ? nullptr : &topo.topology, std::move(known),
+                   f.once_timeout, f.rounds);
   }
 
   sigset_t sigs;
@@ -157,8 +166,12 @@ void addPollCommand(CLI::App& app, int& exit_code) {
   snmp->add_option("--metrics-address", f->metrics_address, "HOST:PORT of the poller's /metrics");
   snmp->add_option("--spool-dir", f->spool_dir, "directory of the on-disk spool");
   snmp->add_flag("--once", f->once,
-                 "poll every target once, print the records as a telemetry log (JSONL) and exit "
-                 "(1 when a target failed)");
+                 "poll every target once, print the records as a telemetry log (JSONL; only with "
+                 "the topology, which names the ports) and exit (1 when a target failed)");
+  snmp->add_option("--rounds", f->rounds,
+                   "with --once: poll every target this many times back to back (a benchmark); "
+                   "the last round's records are printed")
+      ->check(CLI::Range(1, 1000000));
   snmp->add_option("--once-timeout", f->once_timeout, "seconds --once waits at most")
       ->check(CLI::PositiveNumber);
   snmp->footer(
