@@ -114,8 +114,29 @@ TEST(Dedup, MemoryIsBoundedPerAgent) {
   EXPECT_TRUE(d.seen("h0", 1, 500));
   for (uint64_t e = 2; e < 100; ++e) d.mark("h0", e, 1);
   EXPECT_TRUE(d.seen("h0", 99, 1));
-  EXPECT_TRUE(d.seen("h0", 1, 1)) << "a forgotten old epoch counts as delivered";
+  EXPECT_FALSE(d.seen("h0", 1, 1)) << "a forgotten epoch is new again (at-least-once)";
   EXPECT_LE(d.heldSeqs(), 16u * 3);
+}
+
+// Issue #15: eight batches with higher epochs pushed an agent's real epoch
+// out of the window, and every real batch after that read as a duplicate
+// (acked, dropped from the spool, never ingested); a wall clock stepped back
+// after 8 starts did the same. Epochs are names now, not times: a smaller
+// one is a new start, not an old one.
+TEST(Dedup, NoNumberOfOtherEpochsMakesAnAgentsBatchesReadAsDuplicates) {
+  Deduplicator d(64, 8);
+  d.mark("host0", 500, 1);
+  for (uint64_t e = 1000; e < 1008; ++e) d.mark("host0", e, 1);  // 8 higher epochs
+  EXPECT_FALSE(d.seen("host0", 500, 2));
+  EXPECT_FALSE(d.seen("host0", 400, 1)) << "a start whose epoch is below the others is new";
+  d.mark("host0", 400, 1);
+  EXPECT_TRUE(d.seen("host0", 400, 1));
+  EXPECT_FALSE(d.seen("host0", 400, 2));
+  // The epoch in use stays: the least recently marked one is forgotten.
+  for (uint64_t e = 2000; e < 2006; ++e) d.mark("host0", e, 1);
+  d.mark("host0", 400, 2);
+  for (uint64_t e = 3000; e < 3004; ++e) d.mark("host0", e, 1);
+  EXPECT_TRUE(d.seen("host0", 400, 2));
 }
 
 // ---- ingest ----------------------------------------------------------------
