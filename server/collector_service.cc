@@ -115,8 +115,16 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status CollectorService::GetPlan(grpc::ServerContext*, const v1::PlanRequest* request,
+grpc::Status CollectorService::GetPlan(grpc::ServerContext* context, const v1::PlanRequest* request,
                                        v1::AgentPlan* plan) {
+  if (require_client_identity_) {
+    const std::vector<std::string> certified = peerIdentities(*context);
+    if (std::find(certified.begin(), certified.end(), request->agent()) == certified.end()) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "netdiag analyzer: the client certificate does not name the agent " +
+                              shown(request->agent()) + " whose plan is asked for");
+    }
+  }
   std::string error;
   auto p = analyzer_.plan(request->agent(), &error);
   if (!p) return grpc::Status(grpc::StatusCode::NOT_FOUND, error);

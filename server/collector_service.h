@@ -37,6 +37,7 @@ class CollectorService final : public v1::Collector::Service {
   // (BatchResult::rejected).
   grpc::Status Stream(grpc::ServerContext* context,
                       grpc::ServerReaderWriter<v1::Ack, v1::Batch>* stream) override;
+  // Under mutual TLS only for an agent the client certificate names.
   grpc::Status GetPlan(grpc::ServerContext* context, const v1::PlanRequest* request,
                        v1::AgentPlan* plan) override;
 

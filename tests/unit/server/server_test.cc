@@ -1057,6 +1057,17 @@ TEST(Authority, UnderMutualTlsTheCertificateMustNameTheAgent) {
     }
     EXPECT_TRUE(s.finish().ok());
   }
+  // Plans too: only for an agent the certificate names.
+  for (const auto& [who, stub] : {std::pair{b, as_a.get()}, std::pair{a, as_a.get()}}) {
+    grpc::ClientContext ctx;
+    v1::PlanRequest req;
+    req.set_agent(who);
+    v1::AgentPlan plan;
+    grpc::Status st = stub->GetPlan(&ctx, req, &plan);
+    EXPECT_EQ(st.error_code(),
+              who == a ? grpc::StatusCode::OK : grpc::StatusCode::PERMISSION_DENIED)
+        << who << ": " << st.error_message();
+  }
   d.daemon->stop();
   exporter::IngestCounters c = d.daemon->analyzer().counters();
   EXPECT_EQ(c.probes, 1u + 3u);
