@@ -2,7 +2,8 @@
 # Whole-process ingest benchmark of the analyzer daemon over gRPC: one
 # `netdiag analyzer` and `netdiag simulate --live --speed 0` streaming a
 # simulated fabric from many concurrent synthetic agents (one gRPC stream
-# each). Reports the records/s the analyzer acknowledged (each ack is sent
+# each; fewer than the nodes, so grouped sim-<i> agents, which the analyzer
+# accepts with --accept-sim-agents for the same count). Reports the records/s the analyzer acknowledged (each ack is sent
 # after the batch is in the engine) and the analyzer's peak RSS.
 #
 # usage: bench/live_ingest.sh [BUILD_DIR] [SIZE] [AGENTS] [DURATION_S]
@@ -31,7 +32,8 @@ esac
 "$netdiag" topo generate "${gen[@]}" -o "$work/fabric.yaml" >&2
 
 "$netdiag" analyzer --topology "$work/fabric.yaml" \
-  --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' 2>"$work/analyzer.err" &
+  --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' \
+  --accept-sim-agents "$agents" 2>"$work/analyzer.err" &
 analyzer_pid=$!
 for _ in $(seq 600); do
   grep -q 'listening:' "$work/analyzer.err" 2>/dev/null && break

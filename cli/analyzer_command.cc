@@ -39,11 +39,10 @@ struct AnalyzerOptions {
   analyzer::EngineConfig engine;
   uint64_t plan_seed = 1;
   std::string tls_cert, tls_key, tls_ca;
+  bool insecure = false;
+  std::string collectors;  // --collectors FILE
+  size_t accept_sim_agents = 0;
 };
-
-bool isLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 int runAnalyzer(const AnalyzerOptions& o) {
   const char* me = "netdiag analyzer: ";
@@ -55,10 +54,18 @@ int runAnalyzer(const AnalyzerOptions& o) {
     return kExitError;
   }
   const bool tls = !o.tls_cert.empty() || !o.tls_key.empty();
-  if (!tls && !isLoopback(host)) {
-    std::cerr << me << "warning: plaintext gRPC on " << o.listen
-              << " is reachable from other hosts; give --tls-cert/--tls-key (and --tls-ca for "
-                 "mutual TLS)\n";
+  if (o.tls_ca.empty() && !server::isLoopbackHost(host)) {
+    if (!o.insecure) {
+      std::cerr << me << "--listen " << o.listen
+                << " is not a loopback address: agents there must be authenticated. Give "
+                   "--tls-ca (mutual TLS, each agent's certificate naming its node) with "
+                   "--tls-cert/--tls-key, or --insecure to accept that any client reaching it "
+                   "can speak as any node (docs/security.md)\n";
+      return kExitError;
+    }
+    std::cerr << me << "WARNING: --insecure: agents on " << o.listen << " are not authenticated ("
+              << (tls ? "TLS without client certificates" : "plaintext")
+              << "): any client that reaches it can speak as any node and page any link\n";
   }
   if (std::string h; !server::splitHostPort(o.web_listen, h, port)) {
     std::cerr << me << "--web.listen-address \"" << o.web_listen << "\" is not HOST:PORT\n";
@@ -70,12 +77,32 @@ int runAnalyzer(const AnalyzerOptions& o) {
     return kExitError;
   }
   const topology::Topology& topo = loaded.topology;
+  std::vector<server::CollectorIdentity> collectors;
+  if (!o.collectors.empty()) {
+    server::CollectorsLoad c = server::loadCollectorsFile(o.collectors, topo);
+    if (!c.ok()) {
+      for (const auto& e : c.errors) std::cerr << e.str("error") << '\n';
+      std::cerr << o.collectors << ": " << c.errors.size() << " error(s), not valid\n";
+      return kExitError;
+    }
+    collectors = std::move(c.collectors);
+  }
+  if (o.accept_sim_agents > 0) {
+    std::cerr << me << "WARNING: --accept-sim-agents " << o.accept_sim_agents
+              << ": streams sim-0..sim-" << o.accept_sim_agents - 1
+              << " may speak for whole groups of nodes, probes included (netdiag simulate --live "
+                 "--agents "
+              << o.accept_sim_agents << "): for simulations and benchmarks, never in production\n";
+  }
 
   server::DaemonOptions d;
   d.grpc.address = o.listen;
   d.grpc.tls_cert = o.tls_cert;
   d.grpc.tls_key = o.tls_key;
   d.grpc.tls_ca = o.tls_ca;
+  d.grpc.insecure = o.insecure;
+  d.live.collectors = std::move(collectors);
+  d.live.accept_sim_agents = o.accept_sim_agents;
   d.web_listen = o.web_listen;
   d.delay_s = o.delay_s;
   d.live.max_future_s = o.max_future_s;
@@ -120,6 +147,10 @@ int runAnalyzer(const AnalyzerOptions& o) {
             << me << "listening: grpc=" << grpc_host << ':' << daemon->grpcPort()
             << (tls ? (o.tls_ca.empty() ? " (TLS)" : " (mutual TLS)") : " (plaintext)")
             << " http=http://" << web_host << ':' << daemon->httpPort() << '\n';
+  if (!d.live.collectors.empty()) {
+    std::cerr << me << d.live.collectors.size() << " collector identit"
+              << (d.live.collectors.size() == 1 ? "y" : "ies") << " from " << o.collectors << '\n';
+  }
   const planner::Sizing& sizing = daemon->analyzer().planSizing();
   for (const std::string& l : sizingLines(sizing, "--max-probe-rate")) {
     std::cerr << me << (sizing.below > 0 ? "warning: " : "") << "probe plan: " << l << '\n';
@@ -196,6 +227,18 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--tls-ca", o->tls_ca, "CA (PEM) agents' certificates must chain to: mutual TLS")
       ->check(CLI::ExistingFile)
       ->needs(cert);
+  cmd->add_flag("--insecure", o->insecure,
+                "Accept unauthenticated agents (no --tls-ca) on a --listen address that is not "
+                "loopback: any client reaching it can then speak as any node");
+  cmd->add_option("--collectors", o->collectors,
+                  "YAML file of collector identities (not topology nodes, e.g. SNMP pollers) and "
+                  "the nodes each may send port and LLDP records of (docs/operations.md)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--accept-sim-agents", o->accept_sim_agents,
+                  "Accept the N grouped synthetic agents sim-0..sim-N-1 of `netdiag simulate "
+                  "--live --agents N`, each speaking for its group of nodes (simulations and "
+                  "benchmarks only)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->callback([o, &exit_code] { exit_code = runAnalyzer(*o); });
 }
 

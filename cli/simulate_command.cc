@@ -59,8 +59,16 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   check.agent = "sim";
   if (std::string e = collector::checkUplinkOptions(check); !e.empty()) return "--live: " + e;
   server::SimAgents agents(topo, so);
+  if (!agents.perNode()) {
+    // Always said (even with --quiet): without it every record is refused.
+    std::cerr << "note: " << agents.agentCount() << " grouped synthetic agents sim-0..sim-"
+              << agents.agentCount() - 1 << " (fewer streams than the " << topo.nodeCount()
+              << " nodes): the analyzer must run with --accept-sim-agents " << agents.agentCount()
+              << '\n';
+  }
   if (!o.quiet) {
     std::cerr << "streaming to " << o.live << " over " << agents.agentCount() << " agent stream(s)"
+              << (agents.perNode() ? " (one per node)" : "")
               << (o.speed > 0 ? " at speed " + std::to_string(o.speed)
                               : std::string(" as fast as possible"))
               << '\n';
@@ -228,8 +236,11 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber)
       ->needs(live);
-  sim->add_option("--agents", o->agents,
-                  "With --live: concurrent agent streams (default: one per host, at most 64)")
+  sim->add_option(
+         "--agents", o->agents,
+         "With --live: concurrent agent streams (default: one per node up to 256 nodes, else 64); "
+         "fewer than the nodes are grouped sim-<i> agents, which the analyzer accepts "
+         "only with --accept-sim-agents N")
       ->check(CLI::Range(size_t{1}, size_t{100000}))
       ->needs(live);
   sim->add_option("--live-timeout", o->live_timeout_s,

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <random>
 #include <sstream>
 
 #include <fcntl.h>
@@ -21,6 +22,17 @@ namespace netdiag::collector {
 namespace {
 
 namespace fs = std::filesystem;
+
+}  // namespace
+
+uint64_t randomEpoch() {
+  std::random_device rd;
+  uint64_t e = 0;
+  while (e == 0) e = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return e;
+}
+
+namespace {
 
 // ---------------------------------------------------------------- memory --
 
@@ -68,8 +80,6 @@ class MemorySpool final : public Spool {
     std::lock_guard lock(mu_);
     return dropped_;
   }
-
- private:
   mutable std::mutex mu_;
   const uint64_t max_bytes_;
   std::deque<std::string> queue_;
@@ -86,6 +96,8 @@ constexpr uint64_t kMaxRecordBytes = 256ull << 20;
 constexpr char kHeadFile[] = "head";
 constexpr char kHeadTmpFile[] = "head.tmp";
 constexpr char kLockFile[] = "lock";
+constexpr char kEpochFile[] = "epoch";
+constexpr char kEpochTmpFile[] = "epoch.tmp";
 
 uint32_t crc(const char* data, size_t size) {
   return static_cast<uint32_t>(
@@ -227,6 +239,8 @@ class DiskSpool final : public Spool {
       return fail(error, "spool directory " + dir_ + " is in use by another process (" + lock_path +
                              " is locked)");
 
+    if (!takeEpoch(error, warnings)) return false;
+
     Head head;
     bool head_ok = false;
     {
@@ -249,8 +263,8 @@ class DiskSpool final : public Spool {
     std::map<uint64_t, std::string> segments;
     for (const auto& entry : fs::directory_iterator(dir_, ec)) {
       const std::string name = entry.path().filename().string();
-      if (name == kHeadFile || name == kLockFile) continue;
-      if (name == kHeadTmpFile) {
+      if (name == kHeadFile || name == kLockFile || name == kEpochFile) continue;
+      if (name == kHeadTmpFile || name == kEpochTmpFile) {
         fs::remove(entry.path(), ec);  // an interrupted head update
         continue;
       }
@@ -377,8 +391,47 @@ class DiskSpool final : public Spool {
     std::lock_guard lock(mu_);
     return dropped_;
   }
+  uint64_t epoch() const override { return epoch_; }
 
  private:
+  // This start's epoch: the one in the epoch file plus one (a random one when
+  // there is none yet, so a spool directory made anew never reuses the
+  // numbers of a deleted one), written and fsync'ed before open() returns.
+  bool takeEpoch(std::string* error, std::vector<std::string>* warnings) {
+    const std::string file = path(kEpochFile);
+    uint64_t previous = 0;
+    bool have = false;
+    const int in = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in >= 0) {
+      std::string content;
+      const bool read = readWholeFile(in, &content);
+      ::close(in);
+      std::istringstream text(content);
+      std::string magic, version, word;
+      if (read && (text >> magic >> version >> word >> previous) && magic == "netdiag-spool" &&
+          version == "v1" && word == "epoch" && previous != 0) {
+        have = true;
+      } else {
+        warn(warnings, file + ": unreadable epoch file; taking a random epoch");
+      }
+    } else if (errno != ENOENT) {
+      return fail(error, "cannot read " + file + ": " + errnoText());
+    }
+    epoch_ = have ? previous + 1 : randomEpoch();
+    if (epoch_ == 0) epoch_ = 1;  // wrapped
+    const std::string text = "netdiag-spool v1 epoch " + std::to_string(epoch_) + "\n";
+    const std::string tmp = path(kEpochTmpFile);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return fail(error, "cannot write " + tmp + ": " + errnoText());
+    const bool ok = writeAll(fd, text.data(), text.size(), 0) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
+      return fail(error, "cannot persist the uplink epoch in " + file + ": " + errnoText());
+    }
+    fsyncDir(dir_);
+    return true;
+  }
+
   static bool fail(std::string* error, std::string message) {
     if (error) *error = std::move(message);
     return false;
@@ -387,6 +440,8 @@ class DiskSpool final : public Spool {
     if (warnings) warnings->push_back(std::move(message));
   }
   std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+
+  uint64_t epoch_ = 0;
 
   // Collects the valid records of one segment at or after `from`, skipping
   // (and reporting) torn or corrupt stretches.

@@ -32,7 +32,13 @@ class Spool {
   virtual uint64_t bytes() const = 0;
   // Batches dropped to stay within the bound, since creation (or reopen).
   virtual uint64_t dropped() const = 0;
+  // The uplink epoch this open of the spool took from persistent state, 0
+  // when it has none (a memory spool): the uplink then draws a random one.
+  virtual uint64_t epoch() const { return 0; }
 };
+
+// A random non-zero 64-bit epoch (std::random_device).
+uint64_t randomEpoch();
 
 // A spool in memory, lost on exit. Holds at most `max_bytes` of batch
 // payload (0: unbounded); a push that would exceed it drops the oldest
@@ -47,6 +53,14 @@ std::unique_ptr<Spool> makeMemorySpool(uint64_t max_bytes);
 // naming the first unacknowledged record and the dropped count (replaced
 // atomically: write a temporary file, rename). Fully acknowledged segments
 // are deleted.
+//
+// Epoch: a file `epoch` holds the uplink epoch of the last open; each open
+// takes the next one (a random one the first time or when the file is
+// unreadable) and writes it with fsync before returning, so every start of
+// the agent numbers its batches in an epoch of its own whatever the wall
+// clock does, and a deleted directory never brings old numbers back. (A
+// start always takes a new epoch: seqs are not persisted, so it cannot
+// continue the last one.)
 //
 // Durability: every push is written and fdatasync'ed before push() returns,
 // so a batch pushed before a crash or power loss is there after reopen. The

@@ -13,12 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t wallNanos() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
 double wallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -83,7 +77,9 @@ std::string checkUplinkOptions(const UplinkOptions& options) {
 }
 
 Uplink::Uplink(UplinkOptions options, Spool& spool)
-    : options_(std::move(options)), spool_(spool), epoch_(wallNanos()) {
+    : options_(std::move(options)),
+      spool_(spool),
+      epoch_(spool.epoch() != 0 ? spool.epoch() : randomEpoch()) {
   creds_ = makeCredentials(options_, creds_error_);
   dropped_seen_ = spool_.dropped();
   thread_ = std::thread([this] { run(); });
@@ -192,7 +188,7 @@ void Uplink::popAckedLocked() {
 }
 
 void Uplink::sleepBackoff(double& backoff_s) {
-  thread_local std::mt19937_64 rng(wallNanos() ^
+  thread_local std::mt19937_64 rng(randomEpoch() ^
                                    std::hash<std::thread::id>()(std::this_thread::get_id()));
   std::uniform_real_distribution<double> jitter(backoff_s / 2, backoff_s);
   auto delay = std::chrono::duration<double>(jitter(rng));

@@ -7,9 +7,13 @@
 // the spool is sent again and the analyzer drops the duplicates by
 // (agent, epoch, seq).
 //
-// Numbering: the epoch is the wall clock in nanoseconds when the Uplink is
-// constructed and seq counts from 1 within it, so (epoch, seq) grows in
-// spool order. Batches already in a reopened spool keep their own numbers.
+// Numbering: the epoch names this start of the agent and seq counts from 1
+// within it. The epoch comes from the spool's persistent state (a disk spool
+// takes the next one at each open, collector/spool.h), or is a random 64-bit
+// number for a spool without any (in memory): never the wall clock, so a
+// clock step cannot make a new start's batches look old. Epochs are not
+// ordered; the analyzer keeps the ones it saw per agent (server/dedup.h).
+// Batches already in a reopened spool keep their own numbers.
 //
 // Reconnects back off exponentially from backoff_min_s to backoff_max_s with
 // full jitter (a random delay in [d/2, d]), so a fleet of agents does not

@@ -122,7 +122,8 @@ struct AnalyzerMetrics::Impl {
   prometheus::Gauge& coverage_min_probes;
   // Ingest.
   prometheus::Family<prometheus::Counter>& records;
-  CounterFrom batches, duplicates, probes, ports, lldp, malformed, future, late, too_late, passes;
+  CounterFrom batches, duplicates, probes, ports, lldp, malformed, future, not_authorized, late,
+      too_late, passes;
   // The analyzer itself.
   prometheus::Gauge& background_loss;
   prometheus::Gauge& telemetry_time;
@@ -225,7 +226,8 @@ struct AnalyzerMetrics::Impl {
                       "Telemetry records received from the agent since the analyzer started."),
         agent_rejected(*registry, "netdiag_agent_rejected_records",
                        "Records of the agent rejected since the analyzer started, by reason "
-                       "(malformed, future)."),
+                       "(malformed, future, not_authorized); agent=\"(unknown)\" counts every "
+                       "agent that is neither a node nor a declared collector."),
         agents(prometheus::BuildGauge()
                    .Name("netdiag_agents")
                    .Help("Agents known to the analyzer, by state (connected, disconnected).")
@@ -282,6 +284,12 @@ struct AnalyzerMetrics::Impl {
                          "skew (--max-future): rejected and skipped.")
                    .Register(*registry)
                    .Add({})),
+        not_authorized(prometheus::BuildCounter()
+                           .Name("netdiag_ingest_not_authorized_records_total")
+                           .Help("Records rejected because their agent may not speak for them "
+                                 "(not its own ports, or an unknown agent): docs/security.md.")
+                           .Register(*registry)
+                           .Add({})),
         late(prometheus::BuildCounter()
                  .Name("netdiag_ingest_late_records_total")
                  .Help("Records older than the newest time but within the late tolerance (used as "
@@ -492,6 +500,11 @@ struct AnalyzerMetrics::Impl {
   void agentStatus(const std::vector<AgentStatus>& list) {
     double connected = 0, disconnected = 0;
     for (const AgentStatus& a : list) {
+      if (a.agent == kUnknownAgent) {  // a bucket, not an agent
+        agent_rejected.set({{"agent", a.agent}, {"reason", "not_authorized"}},
+                           static_cast<double>(a.not_authorized));
+        continue;
+      }
       Labels labels{{"agent", a.agent}};
       agent_last_seen.set(labels, a.last_seen);
       agent_connected.set(labels, a.connected ? 1 : 0);
@@ -500,6 +513,8 @@ struct AnalyzerMetrics::Impl {
       agent_rejected.set({{"agent", a.agent}, {"reason", "malformed"}},
                          static_cast<double>(a.malformed));
       agent_rejected.set({{"agent", a.agent}, {"reason", "future"}}, static_cast<double>(a.future));
+      agent_rejected.set({{"agent", a.agent}, {"reason", "not_authorized"}},
+                         static_cast<double>(a.not_authorized));
       (a.connected ? connected : disconnected) += 1;
     }
     agents.Add({{"state", "connected"}}).Set(connected);
@@ -548,6 +563,7 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   m.lldp.advance(ingest.lldp);
   m.malformed.advance(ingest.malformed);
   m.future.advance(ingest.future);
+  m.not_authorized.advance(ingest.not_authorized);
   m.late.advance(ingest.late);
   m.too_late.advance(ingest.too_late);
   m.passes.advance(engine.stats().passes);

@@ -26,21 +26,27 @@
 
 namespace netdiag::exporter {
 
+// The one label that every batch from an agent that is neither a node nor a
+// declared collector is counted under (not_authorized), so junk names on the
+// wire never each create series. Only netdiag_agent_rejected_records carries it.
+inline constexpr char kUnknownAgent[] = "(unknown)";
+
 struct AgentStatus {
   std::string agent;
   double last_seen = 0;  // Unix seconds of the last batch (0: never)
   bool connected = false;
   uint64_t batches = 0, records = 0;  // cumulative
   // Records rejected (cumulative), by reason: malformed (formats.md §2
-  // rules), future (stamped beyond the analyzer's clock plus the skew).
-  uint64_t malformed = 0, future = 0;
+  // rules), future (stamped beyond the analyzer's clock plus the skew),
+  // not_authorized (outside what the agent may speak for, server/authority.h).
+  uint64_t malformed = 0, future = 0, not_authorized = 0;
 };
 
 // Cumulative counts since the daemon started; update() turns them into
 // counters (a value lower than the last one is taken as a restart of the count).
 struct IngestCounters {
   uint64_t batches = 0, duplicate_batches = 0, probes = 0, ports = 0, lldp = 0, malformed = 0,
-           future = 0, late = 0, too_late = 0;
+           future = 0, late = 0, too_late = 0, not_authorized = 0;
 };
 
 struct MetricsOptions {

@@ -1,14 +1,21 @@
 #include "server/collector_service.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
 
+#include "server/http_api.h"
+#include "topology/display_text.h"
+
 namespace netdiag::server {
 namespace {
 
 constexpr size_t kLoggedErrorsPerBatch = 3;
+
+// Names from the wire or a certificate, escaped for logs and errors.
+std::string shown(const std::string& s) { return "\"" + topology::escapeForDisplay(s) + "\""; }
 
 bool readFile(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
@@ -21,19 +28,66 @@ bool readFile(const std::string& path, std::string& out) {
 
 }  // namespace
 
+std::vector<std::string> peerIdentities(const grpc::ServerContext& context) {
+  std::vector<std::string> names;
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return names;
+  for (const char* property : {"x509_subject_alternative_name", "x509_common_name"}) {
+    for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+      names.emplace_back(v.data(), v.size());
+    }
+  }
+  return names;
+}
+
 grpc::Status CollectorService::Stream(grpc::ServerContext* context,
                                       grpc::ServerReaderWriter<v1::Ack, v1::Batch>* stream) {
-  std::string agent;  // known from the first batch
+  std::string agent;  // the stream's identity: known from the first batch
+  bool opened = false;
   const std::string peer = context->peer();
+  std::vector<std::string> certified;  // under mTLS: the names the certificate gives
+  if (require_client_identity_) {
+    certified = peerIdentities(*context);
+    if (certified.empty()) {
+      if (log_) log_("stream from " + peer + " refused: no authenticated client certificate");
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "the analyzer requires a client certificate (mutual TLS)");
+    }
+  }
+  auto names = [&] {
+    std::string out;
+    for (const std::string& n : certified) out += (out.empty() ? "" : ", ") + shown(n);
+    return out;
+  };
+  // Ends the stream: nothing of `batch` is ingested or acknowledged.
+  auto deny = [&](const v1::Batch& batch, const std::string& why) {
+    std::string line = analyzer_.refuse(agent.empty() ? batch.agent() : agent, batch, why);
+    if (!line.empty() && log_) log_(line + " (" + peer + ")");
+    if (opened) analyzer_.streamClosed(agent);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "netdiag analyzer: " + why);
+  };
   v1::Batch batch;
   while (stream->Read(&batch)) {
+    if (!agent.empty() && batch.agent() != agent) {
+      return deny(batch, "this stream sends as agent " + shown(agent) + "; a batch as agent " +
+                             shown(batch.agent()) + " is refused (one stream, one identity)");
+    }
     if (agent.empty() && !batch.agent().empty()) {
+      if (require_client_identity_ &&
+          std::find(certified.begin(), certified.end(), batch.agent()) == certified.end()) {
+        return deny(batch, "the client certificate names " + names() + ", not the agent " +
+                               shown(batch.agent()) +
+                               " the stream sends as: give the agent a certificate whose SAN "
+                               "(DNS) or CN is its node name");
+      }
       agent = batch.agent();
       analyzer_.streamOpened(agent);
+      opened = true;
     }
     BatchResult r = analyzer_.ingest(batch);
+    if (!r.authority_log.empty() && log_) log_(r.authority_log + " (" + peer + ")");
     if (!r.errors.empty() && log_) {
-      std::string msg = "agent \"" + batch.agent() + "\" (" + peer + ") batch " +
+      std::string msg = "agent " + shown(batch.agent()) + " (" + peer + ") batch " +
                         std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) + ": " +
                         std::to_string(r.errors.size()) + " rejected";
       if (r.future > 0) msg += " (" + std::to_string(r.future) + " from the future: clock ahead?)";
@@ -45,8 +99,9 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
       log_(msg);
     }
     if (!r.warnings.empty() && log_) {
-      log_("agent \"" + batch.agent() + "\" (" + peer + ") batch " + std::to_string(batch.epoch()) +
-           "/" + std::to_string(batch.seq()) + ": " + std::to_string(r.warnings.size()) +
+      log_("agent " + shown(batch.agent()) + " (" + peer + ") batch " +
+           std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) + ": " +
+           std::to_string(r.warnings.size()) +
            " record(s) kept without their path, first: " + r.warnings[0]);
     }
     if (batch.agent().empty()) continue;  // nothing to acknowledge it against
@@ -56,12 +111,20 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
     ack.set_duplicate(r.duplicate);
     if (!stream->Write(ack)) break;
   }
-  if (!agent.empty()) analyzer_.streamClosed(agent);
+  if (opened) analyzer_.streamClosed(agent);
   return grpc::Status::OK;
 }
 
-grpc::Status CollectorService::GetPlan(grpc::ServerContext*, const v1::PlanRequest* request,
+grpc::Status CollectorService::GetPlan(grpc::ServerContext* context, const v1::PlanRequest* request,
                                        v1::AgentPlan* plan) {
+  if (require_client_identity_) {
+    const std::vector<std::string> certified = peerIdentities(*context);
+    if (std::find(certified.begin(), certified.end(), request->agent()) == certified.end()) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "netdiag analyzer: the client certificate does not name the agent " +
+                              shown(request->agent()) + " whose plan is asked for");
+    }
+  }
   std::string error;
   auto p = analyzer_.plan(request->agent(), &error);
   if (!p) return grpc::Status(grpc::StatusCode::NOT_FOUND, error);
@@ -69,8 +132,33 @@ grpc::Status CollectorService::GetPlan(grpc::ServerContext*, const v1::PlanReque
   return grpc::Status::OK;
 }
 
+bool isLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1") return true;
+  if (host.rfind("127.", 0) != 0) return false;
+  // 127.a.b.c, digits and dots only (not a name like 127.example.com).
+  return host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
 std::unique_ptr<grpc::Server> startGrpcServer(grpc::Service& service, const GrpcListenOptions& o,
                                               int* port, std::string* error) {
+  if (o.tls_ca.empty() && !o.insecure) {
+    std::string host;
+    int ignored = 0;
+    std::string address = o.address;
+    for (const char* scheme : {"ipv4:", "ipv6:", "dns:///", "dns:"}) {
+      if (address.rfind(scheme, 0) == 0) address = address.substr(std::string(scheme).size());
+    }
+    const bool local = o.address.rfind("unix:", 0) == 0 ||
+                       (splitHostPort(address, host, ignored) && isLoopbackHost(host));
+    if (!local) {
+      *error = "agents on " + o.address +
+               " (not a loopback address) would be unauthenticated: any client that reaches it "
+               "could speak as any node. Give --tls-ca (mutual TLS: each agent's certificate "
+               "names its node) with --tls-cert/--tls-key, or --insecure to accept that "
+               "(docs/security.md)";
+      return nullptr;
+    }
+  }
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (o.tls_cert.empty() && o.tls_key.empty()) {
     if (!o.tls_ca.empty()) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "netdiag/v1/collector.grpc.pb.h"
 #include "server/live_analyzer.h"
@@ -16,26 +17,52 @@ using LogFn = std::function<void(const std::string&)>;
 
 class CollectorService final : public v1::Collector::Service {
  public:
-  CollectorService(LiveAnalyzer& analyzer, LogFn log) : analyzer_(analyzer), log_(std::move(log)) {}
+  // `require_client_identity` (set under mutual TLS): a stream may send only
+  // as an agent its client certificate names (a SAN DNS name or the CN).
+  CollectorService(LiveAnalyzer& analyzer, LogFn log, bool require_client_identity = false)
+      : analyzer_(analyzer),
+        log_(std::move(log)),
+        require_client_identity_(require_client_identity) {}
 
   // One long-lived stream per agent: each batch is ingested, then acked
   // (with duplicate=true for a batch delivered before). Malformed records
   // are counted and logged, never fatal.
+  //
+  // A stream is one identity: the agent of its first batch, which under
+  // mutual TLS must be named by the client certificate. A batch sent as any
+  // other agent ends the stream with PERMISSION_DENIED (nothing of it is
+  // ingested or acknowledged, its records count as not_authorized), and so
+  // does a first batch the certificate does not name. A batch of an agent
+  // the analyzer does not know is acknowledged but not ingested
+  // (BatchResult::rejected).
   grpc::Status Stream(grpc::ServerContext* context,
                       grpc::ServerReaderWriter<v1::Ack, v1::Batch>* stream) override;
+  // Under mutual TLS only for an agent the client certificate names.
   grpc::Status GetPlan(grpc::ServerContext* context, const v1::PlanRequest* request,
                        v1::AgentPlan* plan) override;
 
  private:
   LiveAnalyzer& analyzer_;
   LogFn log_;
+  const bool require_client_identity_;
 };
+
+// The names a client certificate gives its holder: its SAN entries and CN,
+// from the stream's AuthContext (empty without an authenticated peer).
+std::vector<std::string> peerIdentities(const grpc::ServerContext& context);
 
 struct GrpcListenOptions {
   std::string address = "127.0.0.1:7600";  // HOST:PORT; port 0 picks a free one
   std::string tls_cert, tls_key;           // both empty: plaintext
   std::string tls_ca;  // set: clients must present a certificate it signed (mTLS)
+  // Plaintext or server-only TLS on a listen address that is not loopback
+  // leaves agents unauthenticated: refused unless this is set (--insecure).
+  bool insecure = false;
 };
+
+// True for a HOST that only this machine reaches: localhost, 127.0.0.0/8,
+// ::1. An empty host, 0.0.0.0, :: and every other name or address are not.
+bool isLoopbackHost(const std::string& host);
 
 // Builds and starts the server; nullptr and *error when it cannot listen or
 // a TLS file cannot be read. *port is the port bound.

@@ -6,7 +6,16 @@
 // reconnect. Memory is bounded per agent: per epoch a floor (every seq at or
 // below it was seen) plus at most `window` seqs above it; past that the floor
 // moves up over the gap (seqs a spool dropped never come), and only the
-// newest `max_epochs` epochs of an agent are kept.
+// `max_epochs` epochs of an agent marked most recently are kept.
+//
+// Epochs are names, not times: an agent takes a new one at each start (from
+// its spool directory, or at random without one: collector/uplink.h), so a
+// new epoch may be smaller than an old one. An epoch not held is new, never
+// "too old": a forgotten epoch's resent batch counts twice (at-least-once),
+// but no epoch, however many came before it, can make an agent's batches
+// read as duplicates. Only the agent itself reaches its entry: the analyzer
+// looks batches up here only once their stream's identity is established
+// and the agent is one it knows (server/authority.h).
 //
 // Thread-safety: none; the daemon calls it under its engine lock.
 
@@ -37,8 +46,12 @@ class Deduplicator {
   struct EpochState {
     uint64_t floor = 0;
     std::set<uint64_t> above;
+    uint64_t used = 0;  // the agent's mark count when last marked (for eviction)
   };
-  using Epochs = std::map<uint64_t, EpochState>;
+  struct Epochs {
+    std::map<uint64_t, EpochState> by_epoch;
+    uint64_t marks = 0;
+  };
 
   size_t window_, max_epochs_;
   std::unordered_map<std::string, Epochs> agents_;

@@ -23,6 +23,7 @@
 #include "server/dedup.h"
 #include "store/incident_store.h"
 #include "store/migrations.h"
+#include "topology/display_text.h"
 
 namespace netdiag::server {
 namespace {
@@ -40,13 +41,37 @@ class BufferSink final : public telemetry::RecordSink {
   std::vector<telemetry::LldpRecord> lldp;
 };
 
+constexpr double kAuthorityLogInterval_s = 60;
+
+// Rate limit of the not_authorized log: the first rejection, then at most
+// one message per interval carrying the count since the last one.
+struct LogLimit {
+  double logged_at = -std::numeric_limits<double>::infinity();
+  uint64_t unlogged = 0;  // records rejected since the last message
+
+  // The suffix to append when a message is due now (and resets), else nullopt.
+  std::optional<std::string> due(double now, uint64_t records) {
+    unlogged += records;
+    if (now - logged_at < kAuthorityLogInterval_s) return std::nullopt;
+    std::string tail = std::to_string(unlogged) + " record(s) rejected since the last message" +
+                       (std::isfinite(logged_at) ? "" : " (first rejection)") +
+                       "; next message in >= 60 s";
+    logged_at = now;
+    unlogged = 0;
+    return tail;
+  }
+};
+
 struct AgentState {
   double last_seen = 0;
   int streams = 0;
   uint64_t batches = 0, records = 0;
-  uint64_t malformed = 0, future = 0;                        // records rejected, by reason
+  uint64_t malformed = 0, future = 0, not_authorized = 0;    // records rejected, by reason
   double newest = -std::numeric_limits<double>::infinity();  // telemetry time reached
+  LogLimit authority_log;
 };
+
+std::string shown(const std::string& s) { return "\"" + topology::escapeForDisplay(s) + "\""; }
 
 // A record waiting for the watermark; `order` keeps arrival order among
 // records of the same time.
@@ -71,6 +96,7 @@ struct LiveAnalyzer::Impl {
       : topo(t),
         options(std::move(o)),
         resolver(t),
+        authority(t, options.collectors, options.accept_sim_agents),
         engine(t, options.engine),
         dedup(options.dedup_window),
         registry(std::move(r)),
@@ -79,13 +105,18 @@ struct LiveAnalyzer::Impl {
   const topology::Topology& topo;
   const LiveOptions options;
   const proto::Resolver resolver;
+  const Authority authority;
   planner::Plan plan;
   planner::Sizing sizing;
 
   mutable std::mutex mu;  // guards everything below
   analyzer::Engine engine;
   Deduplicator dedup;
+  // Only identities the authority knows get an entry; everything from any
+  // other name is counted in `unknown` (one bucket, so junk names on the wire
+  // cost nothing each). It holds nothing back: not in the watermark.
   std::map<std::string, AgentState> agents;
+  AgentState unknown;
   exporter::IngestCounters counters;
   std::optional<store::Database> db;
   std::map<std::string, analyzer::Incident> dirty;  // changed since the last write
@@ -147,6 +178,39 @@ struct LiveAnalyzer::Impl {
     if (!s) return "cannot save incidents to " + db->path() + ": " + s.message();
     dirty.clear();
     return {};
+  }
+
+  std::vector<exporter::AgentStatus> agentStatusLocked() const {
+    std::vector<exporter::AgentStatus> out;
+    for (const auto& [name, a] : agents) {
+      out.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records, a.malformed, a.future,
+                     a.not_authorized});
+    }
+    if (unknown.not_authorized > 0) {
+      exporter::AgentStatus u;
+      u.agent = exporter::kUnknownAgent;
+      u.not_authorized = unknown.not_authorized;
+      out.push_back(u);
+    }
+    return out;
+  }
+
+  // Counts a refused batch's records as not_authorized under `who` (or the
+  // unknown bucket) and returns the log line when one is due.
+  std::string refuseLocked(const std::string& name, const Authority::Identity& who,
+                           const v1::Batch& batch, const std::string& why) {
+    const uint64_t n =
+        static_cast<uint64_t>(batch.probes_size()) + batch.ports_size() + batch.lldp_size();
+    counters.not_authorized += n;
+    const bool known = who.kind != Authority::Kind::kUnknown;
+    AgentState& a = known ? agents[name] : unknown;
+    a.not_authorized += n;
+    auto tail = a.authority_log.due(clock(), n);
+    if (!tail) return {};
+    return "agent " + shown(name) + " batch " + std::to_string(batch.epoch()) + "/" +
+           std::to_string(batch.seq()) + " refused (" + std::to_string(n) +
+           " record(s) not ingested, reason not_authorized): " + why + " [" + *tail +
+           (known ? "" : ", all unknown agents together") + "]";
   }
 
   analyzer::Report openReport() const {
@@ -217,6 +281,20 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
     m.counters.malformed += batch.probes_size() + batch.ports_size() + batch.lldp_size();
     return result;
   }
+  const Authority::Identity who = m.authority.identify(batch.agent());
+  if (who.kind == Authority::Kind::kUnknown) {
+    // Refused whole, before anything (dedup state included) moves.
+    result.rejected = true;
+    result.not_authorized =
+        static_cast<size_t>(batch.probes_size()) + batch.ports_size() + batch.lldp_size();
+    std::lock_guard lk(m.mu);
+    result.authority_log = m.refuseLocked(
+        batch.agent(), who, batch,
+        "it is neither a node of topology " + m.topo.name +
+            ", a collector of the analyzer's --collectors file nor an accepted synthetic agent; "
+            "acknowledged so that it leaves the sender's spool");
+    return result;
+  }
   {
     // Cheap early exit for a resend: no decoding at all.
     std::lock_guard lk(m.mu);
@@ -246,6 +324,51 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   BufferSink buffer;
   result.errors = proto::deliver(batch, m.resolver, buffer, &result.warnings);
   const size_t malformed = result.errors.size();
+  // Authority: each record must be about what its agent may speak for.
+  std::string first_refused;
+  auto refuse = [&](auto& records, auto&& allowed, auto&& describe) {
+    return std::erase_if(records, [&](const auto& r) {
+      if (allowed(r)) return false;
+      if (first_refused.empty()) first_refused = describe(r);
+      return true;
+    });
+  };
+  const std::string& agent_name = batch.agent();
+  const auto what_it_may = [&] {
+    switch (who.kind) {
+      case Authority::Kind::kCollector:
+        return std::string("a collector speaks only for its nodes, and sends no probes");
+      case Authority::Kind::kSim:
+        return std::string("a synthetic agent speaks only for its simulated group");
+      default:
+        return "an agent speaks only for its own node " + shown(agent_name);
+    }
+  };
+  result.not_authorized =
+      refuse(
+          buffer.probes,
+          [&](const telemetry::ProbeRecord& r) {
+            return m.authority.mayProbe(who, m.topo.port(r.src).node);
+          },
+          [&](const telemetry::ProbeRecord& r) {
+            return "a probe from " + shown(m.topo.portRef(r.src)) + " (" + what_it_may() + ")";
+          }) +
+      refuse(
+          buffer.ports,
+          [&](const telemetry::PortRecord& r) {
+            return m.authority.mayDescribe(who, m.topo.port(r.port).node);
+          },
+          [&](const telemetry::PortRecord& r) {
+            return "counters of " + shown(m.topo.portRef(r.port)) + " (" + what_it_may() + ")";
+          }) +
+      refuse(
+          buffer.lldp,
+          [&](const telemetry::LldpRecord& r) {
+            return m.authority.mayDescribe(who, m.topo.port(r.port).node);
+          },
+          [&](const telemetry::LldpRecord& r) {
+            return "LLDP of " + shown(m.topo.portRef(r.port)) + " (" + what_it_may() + ")";
+          });
   if (!future.empty()) {
     // Counted among the records deliver() accepted, so a record both
     // malformed and ahead counts once.
@@ -285,10 +408,21 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   ++m.counters.batches;
   m.counters.malformed += malformed;
   m.counters.future += result.future;
+  m.counters.not_authorized += result.not_authorized;
   ++agent.batches;
   agent.records += result.accepted;
   agent.malformed += malformed;
   agent.future += result.future;
+  agent.not_authorized += result.not_authorized;
+  if (result.not_authorized > 0) {
+    if (auto tail = agent.authority_log.due(m.clock(), result.not_authorized)) {
+      result.authority_log = "agent " + shown(agent_name) + " batch " +
+                             std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) +
+                             ": " + std::to_string(result.not_authorized) +
+                             " record(s) rejected, reason not_authorized; first: " + first_refused +
+                             " [" + *tail + "]";
+    }
+  }
   return result;
 }
 
@@ -306,12 +440,7 @@ std::string LiveAnalyzer::tick(double engine_time) {
     c.lldp = s.lldp;
     c.late = s.late;
     c.too_late = s.too_late;
-    std::vector<exporter::AgentStatus> agents;
-    for (const auto& [name, a] : m.agents) {
-      agents.push_back(
-          {name, a.last_seen, a.streams > 0, a.batches, a.records, a.malformed, a.future});
-    }
-    m.metrics->update(m.engine, c, agents, m.clock());
+    m.metrics->update(m.engine, c, m.agentStatusLocked(), m.clock());
   }
   return err;
 }
@@ -323,6 +452,7 @@ std::string LiveAnalyzer::flush() {
 }
 
 void LiveAnalyzer::streamOpened(const std::string& agent) {
+  if (impl_->authority.identify(agent).kind == Authority::Kind::kUnknown) return;
   std::lock_guard lk(impl_->mu);
   AgentState& a = impl_->agents[agent];
   ++a.streams;
@@ -330,11 +460,21 @@ void LiveAnalyzer::streamOpened(const std::string& agent) {
 }
 
 void LiveAnalyzer::streamClosed(const std::string& agent) {
+  if (impl_->authority.identify(agent).kind == Authority::Kind::kUnknown) return;
   std::lock_guard lk(impl_->mu);
   AgentState& a = impl_->agents[agent];
   if (a.streams > 0) --a.streams;
   impl_->releaseLocked();
 }
+
+std::string LiveAnalyzer::refuse(const std::string& as_agent, const v1::Batch& batch,
+                                 const std::string& why) {
+  const Authority::Identity who = impl_->authority.identify(as_agent);
+  std::lock_guard lk(impl_->mu);
+  return impl_->refuseLocked(as_agent, who, batch, why);
+}
+
+const Authority& LiveAnalyzer::authority() const { return impl_->authority; }
 
 std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::string* error) {
   Impl& m = *impl_;
@@ -424,11 +564,7 @@ exporter::IngestCounters LiveAnalyzer::counters() const {
 
 std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
   std::lock_guard lk(impl_->mu);
-  std::vector<exporter::AgentStatus> out;
-  for (const auto& [name, a] : impl_->agents) {
-    out.push_back({name, a.last_seen, a.streams > 0, a.batches, a.records, a.malformed, a.future});
-  }
-  return out;
+  return impl_->agentStatusLocked();
 }
 
 const topology::Topology& LiveAnalyzer::topology() const { return impl_->topo; }

@@ -26,6 +26,7 @@
 #include "netdiag/v1/collector.pb.h"
 #include "planner/plan.h"
 #include "planner/sizing.h"
+#include "server/authority.h"
 #include "topology/model.h"
 
 namespace netdiag::server {
@@ -51,14 +52,28 @@ struct LiveOptions {
   // crosses a boundary, so without this a fast agent's record would close a
   // window before a slower agent's records of it arrived.
   double delay_s = 2;
+  // Who may speak for what besides the nodes themselves (server/authority.h):
+  // the collector identities of --collectors, and grouped synthetic agents
+  // sim-0..sim-(N-1) when accept_sim_agents is N > 0 (simulations only).
+  std::vector<CollectorIdentity> collectors;
+  size_t accept_sim_agents = 0;
   std::string db_path;  // SQLite file for incidents; empty: none
   exporter::MetricsOptions metrics;
 };
 
 struct BatchResult {
   bool duplicate = false;
-  size_t accepted = 0;                // records handed to the engine
-  size_t future = 0;                  // rejected: stamped beyond the clock plus max_future_s
+  // The whole batch was refused: its agent is neither a node, a declared
+  // collector nor an accepted synthetic agent. Nothing of it was ingested and
+  // no de-duplication state moved; it is acknowledged all the same, so it
+  // does not circle in the sender's spool forever.
+  bool rejected = false;
+  size_t accepted = 0;        // records handed to the engine
+  size_t future = 0;          // rejected: stamped beyond the clock plus max_future_s
+  size_t not_authorized = 0;  // rejected: outside what the agent may speak for
+  // Set (rate-limited: once per agent per minute, unknown agents sharing
+  // one limit) when the not_authorized records should be logged.
+  std::string authority_log;
   std::vector<std::string> errors;    // one per rejected record, or the batch's problem
   std::vector<std::string> warnings;  // records kept without a path that did not map
 };
@@ -96,6 +111,15 @@ class LiveAnalyzer {
 
   void streamOpened(const std::string& agent);
   void streamClosed(const std::string& agent);
+
+  // A batch refused before ingest (its stream may not send as its agent,
+  // server/collector_service.h): its records are counted not_authorized
+  // under `as_agent` when that is a known identity, else under "(unknown)",
+  // and nothing else moves. Returns the log line to write (rate-limited as
+  // BatchResult::authority_log), or empty.
+  std::string refuse(const std::string& as_agent, const v1::Batch& batch, const std::string& why);
+
+  const Authority& authority() const;
 
   // The plan of the agent of node `agent`; nullopt and *error for an agent
   // that is not a node of the topology.

@@ -8,30 +8,41 @@
 
 namespace netdiag::server {
 
-namespace {
-constexpr size_t kDefaultMaxAgents = 64;
+std::vector<uint32_t> simAgentGroups(const topology::Topology& topo, size_t n) {
+  n = std::max<size_t>(n, 1);
+  std::vector<uint32_t> group(topo.nodeCount(), 0);
+  size_t hosts = 0;
+  for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) {
+    group[node] = static_cast<uint32_t>(topo.node(node).isHost() ? hosts++ % n : node % n);
+  }
+  return group;
+}
+
+SimAgentsLayout simAgentsLayout(const topology::Topology& topo, size_t requested) {
+  const size_t nodes = std::max<size_t>(topo.nodeCount(), 1);
+  if (requested == 0) {
+    if (nodes <= kMaxPerNodeStreams) return {nodes, true};
+    return {kDefaultGroupedAgents, false};
+  }
+  if (requested >= nodes) return {nodes, true};
+  return {requested, false};
 }
 
 SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
     : topo_(topo), options_(std::move(options)) {
-  std::vector<topology::NodeId> hosts;
-  for (topology::NodeId n = 0; n < topo.nodeCount(); ++n) {
-    if (topo.node(n).isHost()) hosts.push_back(n);
+  const SimAgentsLayout layout = simAgentsLayout(topo, options_.agents);
+  const size_t n = layout.streams;
+  per_node_ = layout.per_node;
+  if (per_node_) {
+    agent_of_node_.resize(topo.nodeCount());
+    for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) agent_of_node_[node] = node;
+  } else {
+    agent_of_node_ = simAgentGroups(topo, n);
   }
-  size_t n = options_.agents;
-  if (n == 0) n = std::min(hosts.size(), kDefaultMaxAgents);
-  n = std::max<size_t>(n, 1);
-  // Hosts spread round-robin over the agents; a switch's counters go with
-  // the agent its id falls to. With one host per agent, the agent is named
-  // after its host, as a real one is.
-  agent_of_node_.assign(topo.nodeCount(), 0);
-  for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) {
-    agent_of_node_[node] = static_cast<uint32_t>(node % n);
-  }
-  for (size_t i = 0; i < hosts.size(); ++i) agent_of_node_[hosts[i]] = static_cast<uint32_t>(i % n);
   for (size_t i = 0; i < n; ++i) {
     auto a = std::make_unique<Agent>();
-    a->name = n == hosts.size() ? topo.node(hosts[i]).name : "sim-" + std::to_string(i);
+    a->name = per_node_ && i < topo.nodeCount() ? topo.node(static_cast<topology::NodeId>(i)).name
+                                                : "sim-" + std::to_string(i);
     a->spool = collector::makeMemorySpool(0);
     collector::UplinkOptions u;
     u.analyzer = options_.analyzer;

@@ -3,10 +3,18 @@
 // Synthetic agents: a RecordSink that streams a simulated fabric's telemetry
 // to a running analyzer over the agents' own wire, one Uplink (and gRPC
 // stream) per synthetic agent, the records of each node going to its
-// agent. Telemetry times are shifted onto the wall clock (the first record
-// is stamped "now"); at speed S the records are paced so that S seconds of
-// telemetry go out per wall second (speed 0: as fast as the analyzer
-// acknowledges, with the spools bounding what is outstanding).
+// agent.
+//
+// Streams and the analyzer's authority (server/authority.h): when there is
+// a stream per node (the default up to kMaxPerNodeStreams nodes, or --agents
+// at least the node count), each is named after its node and says only what
+// that node's own agent would, so any analyzer accepts it. With fewer
+// streams than nodes, stream i is `sim-<i>` and speaks for the nodes
+// simAgentGroups() puts on it: the analyzer accepts those only when started
+// with `--accept-sim-agents N` for the same N. Telemetry times are shifted onto the wall clock (the
+// first record is stamped "now"); at speed S the records are paced so that S seconds of telemetry
+// go out per wall second (speed 0: as fast as the analyzer acknowledges, with the spools bounding
+// what is outstanding).
 //
 // `netdiag simulate --live` and the ingest benchmark use it.
 //
@@ -27,7 +35,9 @@ namespace netdiag::server {
 
 struct SimAgentsOptions {
   std::string analyzer = "127.0.0.1:7600";
-  size_t agents = 0;                              // 0: one per host, at most 64
+  // 0: one stream per node up to kMaxPerNodeStreams nodes, else
+  // kDefaultGroupedAgents grouped streams; >= the node count: one per node.
+  size_t agents = 0;
   double speed = 1;                               // telemetry seconds per wall second; 0: no pacing
   double batch_interval_s = 1;                    // telemetry time per batch
   size_t max_batch_records = 5000;                // a batch is sent early when this full
@@ -44,6 +54,23 @@ struct SimAgentsStats {
   double time_shift = 0;  // added to every telemetry time
 };
 
+inline constexpr size_t kMaxPerNodeStreams = 256;
+inline constexpr size_t kDefaultGroupedAgents = 64;
+
+// The grouping of nodes onto `n` grouped synthetic agents sim-0..sim-(n-1):
+// hosts round-robin over the agents, a switch to the agent its id falls to.
+// Per node: its agent's number. The analyzer's --accept-sim-agents uses the
+// same function, so both sides agree on who speaks for what.
+std::vector<uint32_t> simAgentGroups(const topology::Topology& topo, size_t n);
+
+// How many streams SimAgents opens for `requested` (SimAgentsOptions::agents)
+// and whether they are per node (named after the nodes) or grouped (sim-<i>).
+struct SimAgentsLayout {
+  size_t streams = 0;
+  bool per_node = false;
+};
+SimAgentsLayout simAgentsLayout(const topology::Topology& topo, size_t requested);
+
 class SimAgents final : public telemetry::RecordSink {
  public:
   SimAgents(const topology::Topology& topo, SimAgentsOptions options);
@@ -59,6 +86,9 @@ class SimAgents final : public telemetry::RecordSink {
   bool finish(double timeout_s, std::string* error);
   SimAgentsStats stats() const;
   size_t agentCount() const { return agents_.size(); }
+  // False when the streams are grouped sim-<i> agents (the analyzer needs
+  // --accept-sim-agents agentCount()).
+  bool perNode() const { return per_node_; }
   const std::string& agentName(size_t i) const { return agents_[i]->name; }
 
  private:
@@ -78,6 +108,7 @@ class SimAgents final : public telemetry::RecordSink {
   const SimAgentsOptions options_;
   std::vector<std::unique_ptr<Agent>> agents_;
   std::vector<uint32_t> agent_of_node_;
+  bool per_node_ = false;
   bool started_ = false;
   double t_first_ = 0, shift_ = 0, next_flush_ = 0;
   std::chrono::steady_clock::time_point wall_first_;

@@ -106,6 +106,22 @@ TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--tls-key"), std::string::npos) << r.err;
 
+  // Issue #15: plaintext on an address other hosts reach only with --insecure.
+  r = run("analyzer --topology " + topo + " --listen 0.0.0.0:0 --web.listen-address 127.0.0.1:0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not a loopback address"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--insecure"), std::string::npos) << r.err;
+
+  // A collectors file is checked against the topology, errors by line.
+  write("collectors.yaml", "collectors:\n  poller:\n    nodes: [spine1, nosuch]\n");
+  r = run("analyzer --topology " + topo + " --collectors " + path("collectors.yaml") +
+          " --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(path("collectors.yaml") + ":3: error: collector \"poller\": unknown node "
+                                                 "\"nosuch\""),
+            std::string::npos)
+      << r.err;
+
   r = run("simulate --fabric leaf-spine:spines=2,leaves=2,hosts_per_leaf=2 --speed 2");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--live"), std::string::npos) << r.err;
@@ -132,9 +148,12 @@ faults:
 )");
   // --speed 0 streams 180 s of telemetry in a few wall seconds: the agents'
   // clocks run that far ahead of the analyzer's, by design.
+  // 12 streams for 46 nodes: grouped synthetic agents, which the analyzer
+  // accepts only when told so, loudly.
   startAnalyzer("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db") +
-                " --max-future 3600");
+                " --max-future 3600 --accept-sim-agents 12");
   ASSERT_GT(grpc_port_, 0);
+  EXPECT_NE(slurp(path("analyzer.err")).find("WARNING: --accept-sim-agents 12"), std::string::npos);
   {
     httplib::Client c("127.0.0.1", http_port_);
     auto ready = c.Get("/readyz");
@@ -147,6 +166,7 @@ faults:
                " --live 127.0.0.1:" + std::to_string(grpc_port_) + " --speed 0 --agents 12");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("over 12 agent stream(s)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--accept-sim-agents 12"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("delivered"), std::string::npos) << r.err;
   const std::string faulty = json::parse(slurp(path("truth.json")))["faults"][0]["link"];
 

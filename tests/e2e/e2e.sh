@@ -83,7 +83,7 @@ start_analyzer() {
   ip netns exec "$FABRIC_MGMT_NS" "$NETDIAG" analyzer --topology "$TOPO" --listen "$MGMT:$GRPC_PORT" \
     --web.listen-address "127.0.0.1:$WEB_PORT" --db "$FABRIC_RUN/netdiag.db" \
     --window "$WINDOW" --probe-rate "$PROBE_RATE" --flows-per-peer "$FLOWS_PER_PEER" \
-    --responder-port "$RESPONDER_PORT" --resolve-after "$RESOLVE_AFTER" \
+    --responder-port "$RESPONDER_PORT" --resolve-after "$RESOLVE_AFTER" --insecure \
     >>"$FABRIC_RUN/analyzer.log" 2>&1 &
   ANALYZER_PID=$!
   local i

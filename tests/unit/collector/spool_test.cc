@@ -172,6 +172,42 @@ TEST(DiskSpool, ReopenKeepsUnackedBatchesAndDroppedCount) {
   EXPECT_EQ(drain(*s), (std::vector<std::string>{batch(5), batch(6), batch(7), batch(8)}));
 }
 
+// Issue #15: the uplink's epoch was the wall clock at start, so a clock
+// stepped back gave a new start an epoch below the old ones. Now a disk
+// spool persists it: each open takes the next one, whatever the clock does.
+TEST(DiskSpool, EachOpenTakesTheNextEpochFromTheDirectory) {
+  TempDir dir;
+  uint64_t first = 0;
+  {
+    auto s = open(dir.path(), 1 << 20);
+    first = s->epoch();
+    EXPECT_NE(first, 0u);
+    s->push(batch(1));
+  }
+  {
+    std::vector<std::string> warnings;
+    auto s = open(dir.path(), 1 << 20, &warnings);
+    EXPECT_EQ(s->epoch(), first + 1);
+    EXPECT_TRUE(warnings.empty()) << "the epoch file is not garbage: " << warnings.front();
+    EXPECT_EQ(drain(*s), std::vector<std::string>{batch(1)});
+  }
+  EXPECT_EQ(open(dir.path(), 1 << 20)->epoch(), first + 2);
+  // A directory made anew starts at a random epoch, not at 1 again (the
+  // analyzer may still remember the numbers of the deleted one).
+  TempDir other;
+  const uint64_t fresh = open(other.path(), 1 << 20)->epoch();
+  EXPECT_NE(fresh, 0u);
+  EXPECT_NE(fresh, 1u);
+  // An unreadable epoch file: a warning and a random epoch, never a reuse.
+  std::ofstream(dir.sub("epoch"), std::ios::trunc) << "garbage";
+  std::vector<std::string> warnings;
+  auto s = open(dir.path(), 1 << 20, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("epoch"), std::string::npos) << warnings[0];
+  EXPECT_NE(s->epoch(), 0u);
+  EXPECT_NE(s->epoch(), first + 3);
+}
+
 TEST(DiskSpool, SecondOpenOfTheSameDirectoryFails) {
   TempDir dir;
   auto first = open(dir.path(), 1 << 20);

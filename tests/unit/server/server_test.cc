@@ -5,6 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "collector/uplink.h"
 #include "planner/plan.h"
 #include "proto/convert.h"
+#include "server/authority.h"
 #include "server/daemon.h"
 #include "server/dedup.h"
 #include "server/sim_agents.h"
@@ -77,6 +81,26 @@ v1::Probe validProbe(const topology::Topology& topo, double t) {
   return m;
 }
 
+// The node validProbe() probes from: the agent that may send it.
+std::string prober(const topology::Topology& topo) {
+  const std::string src = validProbe(topo, 0).src();
+  return src.substr(0, src.find(':'));
+}
+
+// Another host than prober(), and one of its ports.
+std::string otherHost(const topology::Topology& topo) {
+  for (topology::NodeId n = 0; n < topo.nodeCount(); ++n) {
+    if (topo.node(n).isHost() && topo.node(n).name != prober(topo)) return topo.node(n).name;
+  }
+  return {};
+}
+std::string portOf(const topology::Topology& topo, const std::string& node) {
+  for (topology::PortId p = 0; p < topo.portCount(); ++p) {
+    if (topo.node(topo.port(p).node).name == node) return topo.portRef(p);
+  }
+  return {};
+}
+
 template <typename Pred>
 bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
   auto end = std::chrono::steady_clock::now() + limit;
@@ -114,8 +138,29 @@ TEST(Dedup, MemoryIsBoundedPerAgent) {
   EXPECT_TRUE(d.seen("h0", 1, 500));
   for (uint64_t e = 2; e < 100; ++e) d.mark("h0", e, 1);
   EXPECT_TRUE(d.seen("h0", 99, 1));
-  EXPECT_TRUE(d.seen("h0", 1, 1)) << "a forgotten old epoch counts as delivered";
+  EXPECT_FALSE(d.seen("h0", 1, 1)) << "a forgotten epoch is new again (at-least-once)";
   EXPECT_LE(d.heldSeqs(), 16u * 3);
+}
+
+// Issue #15: eight batches with higher epochs pushed an agent's real epoch
+// out of the window, and every real batch after that read as a duplicate
+// (acked, dropped from the spool, never ingested); a wall clock stepped back
+// after 8 starts did the same. Epochs are names now, not times: a smaller
+// one is a new start, not an old one.
+TEST(Dedup, NoNumberOfOtherEpochsMakesAnAgentsBatchesReadAsDuplicates) {
+  Deduplicator d(64, 8);
+  d.mark("host0", 500, 1);
+  for (uint64_t e = 1000; e < 1008; ++e) d.mark("host0", e, 1);  // 8 higher epochs
+  EXPECT_FALSE(d.seen("host0", 500, 2));
+  EXPECT_FALSE(d.seen("host0", 400, 1)) << "a start whose epoch is below the others is new";
+  d.mark("host0", 400, 1);
+  EXPECT_TRUE(d.seen("host0", 400, 1));
+  EXPECT_FALSE(d.seen("host0", 400, 2));
+  // The epoch in use stays: the least recently marked one is forgotten.
+  for (uint64_t e = 2000; e < 2006; ++e) d.mark("host0", e, 1);
+  d.mark("host0", 400, 2);
+  for (uint64_t e = 3000; e < 3004; ++e) d.mark("host0", e, 1);
+  EXPECT_TRUE(d.seen("host0", 400, 2));
 }
 
 // ---- ingest ----------------------------------------------------------------
@@ -159,7 +204,7 @@ TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
   Live live;
   const double now = wallNow();
   v1::Batch b;
-  b.set_agent("host0");
+  b.set_agent(prober(live.topo));
   b.set_epoch(1);
   b.set_seq(1);
   *b.add_probes() = validProbe(live.topo, now);
@@ -178,7 +223,7 @@ TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
   port->set_port("host0:nope");
   v1::LldpNeighbor* lldp = b.add_lldp();
   lldp->set_t(now);
-  lldp->set_port(live.topo.portRef(0));
+  lldp->set_port(portOf(live.topo, prober(live.topo)));
 
   BatchResult r = live.analyzer->ingest(b);
   EXPECT_FALSE(r.duplicate);
@@ -215,7 +260,7 @@ TEST(Ingest, RandomBytesNeverCrash) {
   Live live;
   std::mt19937_64 rng(42);
   v1::Batch good;
-  good.set_agent("host0");
+  good.set_agent(prober(live.topo));
   *good.add_probes() = validProbe(live.topo, wallNow());
   const std::string base = good.SerializeAsString();
   size_t parsed = 0;
@@ -246,11 +291,13 @@ struct RunningDaemon {
   std::mutex logs_mu;
   std::function<double()> clock;  // empty: the system clock
   double max_future_s = 60;
+  std::function<void(DaemonOptions&)> tweak;  // more options (TLS, collectors, ...)
 
   void start(const std::string& db = "") {
     DaemonOptions o;
     o.grpc.address = "127.0.0.1:0";
     o.web_listen = "127.0.0.1:0";
+    if (tweak) tweak(o);
     o.live.db_path = db;
     o.live.max_future_s = max_future_s;
     o.clock = clock;
@@ -277,7 +324,7 @@ TEST(Daemon, DuplicateAndReplayedBatchesCountOnce) {
   auto channel = grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials());
   auto stub = v1::Collector::NewStub(channel);
   v1::Batch b;
-  b.set_agent("host0");
+  b.set_agent(prober(d.topo));
   b.set_epoch(77);
   b.set_seq(1);
   *b.add_probes() = validProbe(d.topo, wallNow());
@@ -304,7 +351,7 @@ TEST(Daemon, DuplicateAndReplayedBatchesCountOnce) {
   EXPECT_EQ(c.probes, 1u);
   auto agents = d.daemon->analyzer().agents();
   ASSERT_EQ(agents.size(), 1u);
-  EXPECT_EQ(agents[0].agent, "host0");
+  EXPECT_EQ(agents[0].agent, prober(d.topo));
   EXPECT_EQ(agents[0].batches, 1u);
   EXPECT_FALSE(agents[0].connected);
 }
@@ -316,7 +363,7 @@ TEST(Daemon, UplinkResendsAfterAnalyzerRestartAndEachBatchCountsOnce) {
   auto spool = collector::makeMemorySpool(0);
   collector::UplinkOptions o;
   o.analyzer = d.grpcAddress();
-  o.agent = "host1";
+  o.agent = prober(d.topo);
   o.backoff_min_s = 0.05;
   o.backoff_max_s = 0.2;
   collector::Uplink up(o, *spool);
@@ -385,7 +432,8 @@ TEST(Daemon, AnAgentsClockAheadCannotMakeTheOtherAgentsRecordsTooLate) {
     s.rw->WritesDone();
     EXPECT_TRUE(s.rw->Finish().ok());  // the server has seen the stream end
   };
-  auto batch = [](const char* agent, uint64_t seq) {
+  const std::string host_a = prober(d.topo), host_b = otherHost(d.topo);
+  auto batch = [](const std::string& agent, uint64_t seq) {
     v1::Batch b;
     b.set_agent(agent);
     b.set_epoch(1);
@@ -395,28 +443,28 @@ TEST(Daemon, AnAgentsClockAheadCannotMakeTheOtherAgentsRecordsTooLate) {
   auto addPort = [&](v1::Batch& b, double t) {
     v1::PortCounters* p = b.add_ports();
     p->set_t(t);
-    p->set_port(d.topo.portRef(0));
+    p->set_port(portOf(d.topo, host_b));
     p->set_rx_packets(1);
   };
 
   auto honest = open();
-  v1::Batch b = batch("host0", 1);
+  v1::Batch b = batch(host_a, 1);
   *b.add_probes() = validProbe(d.topo, t0 - 1);
   send(*honest, b);
 
   auto ahead = open();
-  b = batch("host1", 1);
+  b = batch(host_b, 1);
   for (int i = 0; i < 16; ++i) addPort(b, t0 + 3500);
   for (int i = 0; i < 4; ++i) addPort(b, t0 + 30);  // within the skew
   send(*ahead, b);
   EXPECT_EQ(d.daemon->analyzer().counters().future, 16u);
 
   close(*honest);  // a reconnect: host1 is the only agent connected now
-  b = batch("host1", 2);
+  b = batch(host_b, 2);
   addPort(b, t0 + 31);
   send(*ahead, b);
   honest = open();
-  b = batch("host0", 2);
+  b = batch(host_a, 2);
   *b.add_probes() = validProbe(d.topo, t0);
   send(*honest, b);
 
@@ -434,14 +482,14 @@ TEST(Daemon, AnAgentsClockAheadCannotMakeTheOtherAgentsRecordsTooLate) {
   EXPECT_EQ(c.future, 16u);
   EXPECT_EQ(c.malformed, 0u);
   for (const auto& a : d.daemon->analyzer().agents()) {
-    EXPECT_EQ(a.future, a.agent == "host1" ? 16u : 0u) << a.agent;
+    EXPECT_EQ(a.future, a.agent == host_b ? 16u : 0u) << a.agent;
   }
   // The metric, per agent and reason.
   ASSERT_TRUE(waitFor([&] {
     auto m = d.http().Get("/metrics");
     return m && m->body.find("netdiag_ingest_future_records_total 16") != std::string::npos &&
-           m->body.find(R"(netdiag_agent_rejected_records{agent="host1",reason="future"} 16)") !=
-               std::string::npos;
+           m->body.find("netdiag_agent_rejected_records{agent=\"" + host_b +
+                        "\",reason=\"future\"} 16") != std::string::npos;
   })) << d.http().Get("/metrics")->body;
   close(*honest);
   close(*ahead);
@@ -625,15 +673,18 @@ faults:
 
   SimAgentsOptions so;
   so.analyzer = d.grpcAddress();
-  so.speed = 0;
-  so.agents = 8;
+  so.speed = 0;  // one stream per node (the default for a fabric this size)
   {
     SimAgents agents(d.topo, so);
+    EXPECT_TRUE(agents.perNode());
+    EXPECT_EQ(agents.agentCount(), d.topo.nodeCount());
     simulator->run(agents);
     std::string error;
     ASSERT_TRUE(agents.finish(60, &error)) << error;
     EXPECT_EQ(agents.stats().acked, agents.stats().batches);
   }
+  EXPECT_EQ(d.daemon->analyzer().counters().not_authorized, 0u)
+      << "each synthetic agent speaks only for its node";
   std::string id;
   ASSERT_TRUE(waitFor([&] {
     json j = json::parse(d.http().Get("/api/v1/locate")->body);
@@ -657,6 +708,450 @@ faults:
   bool kept = false;
   for (const auto& i : after["incidents"]) kept |= i["id"] == id && i["link"] == faulty;
   EXPECT_TRUE(kept) << after.dump(1);
+}
+
+// ---- identity and authority (issue #15) -----------------------------------
+
+CollectorsLoad loadCollectorsText(const std::string& text, const topology::Topology& topo) {
+  std::istringstream in(text);
+  return loadCollectors(in, "collectors.yaml", topo);
+}
+
+TEST(Collectors, FileIsValidatedAgainstTheTopologyAndEachErrorNamesItsLine) {
+  const topology::Topology topo = smallFabric();
+  CollectorsLoad ok = loadCollectorsText(R"(# pollers
+collectors:
+  snmp-poller-1:
+    nodes: [leaf1, leaf2, spine1]
+  snmp-poller-2:
+    nodes:
+      - leaf3
+)",
+                                         topo);
+  ASSERT_TRUE(ok.ok()) << ok.errors[0].str();
+  ASSERT_EQ(ok.collectors.size(), 2u);
+  EXPECT_EQ(ok.collectors[0].name, "snmp-poller-1");
+  EXPECT_EQ(ok.collectors[0].nodes,
+            (std::vector<topology::NodeId>{*topo.findNode("leaf1"), *topo.findNode("leaf2"),
+                                           *topo.findNode("spine1")}));
+  EXPECT_EQ(ok.collectors[1].nodes, std::vector<topology::NodeId>{*topo.findNode("leaf3")});
+
+  CollectorsLoad bad = loadCollectorsText(R"(collectors:
+  snmp-poller-1:
+    nodes: [leaf1, leaf2]
+  snmp-poller-2:
+    nodes: [leaf1, nosuch, leaf3, leaf3]
+  host1:
+    nodes: [leaf4]
+  snmp-poller-1:
+    nodes: [spine2]
+)",
+                                          topo);
+  std::string all;
+  for (const auto& e : bad.errors) all += e.str("error") + "\n";
+  EXPECT_TRUE(bad.collectors.empty());
+  EXPECT_EQ(bad.errors.size(), 5u) << all;
+  for (const char* want :
+       {"collectors.yaml:5: error: node \"leaf1\" is assigned to collectors \"snmp-poller-1\" "
+        "(line 3) and \"snmp-poller-2\"",
+        "collectors.yaml:5: error: collector \"snmp-poller-2\": unknown node \"nosuch\"",
+        "collectors.yaml:5: error: collector \"snmp-poller-2\": node \"leaf3\" listed twice",
+        "collectors.yaml:6: error: collector \"host1\" is named like a node",
+        "collectors.yaml:8: error: duplicate collector \"snmp-poller-1\" (first declared at line "
+        "2)"}) {
+    EXPECT_NE(all.find(want), std::string::npos) << want << "\nin:\n" << all;
+  }
+  EXPECT_FALSE(loadCollectorsText("collectors: [a, b]\n", topo).ok());
+  EXPECT_FALSE(loadCollectorsText("pollers: {}\n", topo).ok());
+  EXPECT_FALSE(loadCollectorsText("collectors:\n  x: {nodes: [leaf1], probes: yes}\n", topo).ok());
+  EXPECT_FALSE(loadCollectorsText("collectors: {\"bad name\": {nodes: [leaf1]}}\n", topo).ok());
+  EXPECT_FALSE(loadCollectorsFile("/nonexistent/collectors.yaml", topo).ok());
+}
+
+// Issue #15, finding 5: any agent could report any port and `src` of any
+// node, and a stream named like no node (`sim-0`) paged a healthy link.
+TEST(Authority, AnAgentSpeaksOnlyForItsOwnPortsAndACollectorOnlyForItsSwitches) {
+  const topology::Topology topo = smallFabric();
+  LiveOptions o;
+  o.collectors = {{"snmp-poller-1", {*topo.findNode("leaf1"), *topo.findNode("spine1")}}};
+  std::string error;
+  auto live = LiveAnalyzer::create(topo, o, nullptr, wallNow, &error, nullptr);
+  ASSERT_TRUE(live) << error;
+  const double now = wallNow();
+  const std::string me = prober(topo), other = otherHost(topo);
+  auto port = [&](v1::Batch& b, const std::string& ref) {
+    v1::PortCounters* p = b.add_ports();
+    p->set_t(now);
+    p->set_port(ref);
+    p->set_rx_packets(1);
+  };
+  auto lldp = [&](v1::Batch& b, const std::string& ref) {
+    v1::LldpNeighbor* l = b.add_lldp();
+    l->set_t(now);
+    l->set_port(ref);
+    l->set_neighbor("spine1:swp1");
+  };
+
+  v1::Batch b;
+  b.set_agent(me);
+  b.set_epoch(1);
+  b.set_seq(1);
+  *b.add_probes() = validProbe(topo, now);  // from its own port: fine
+  v1::Probe* theirs = b.add_probes();
+  *theirs = validProbe(topo, now);
+  theirs->set_src(portOf(topo, other));  // claims another host's probe
+  theirs->set_dst(validProbe(topo, now).src());
+  port(b, portOf(topo, me));
+  port(b, "leaf1:swp1");
+  lldp(b, portOf(topo, other));
+  BatchResult r = live->ingest(b);
+  EXPECT_FALSE(r.rejected);
+  EXPECT_EQ(r.accepted, 2u);
+  EXPECT_EQ(r.not_authorized, 3u);
+  EXPECT_NE(r.authority_log.find("not_authorized"), std::string::npos) << r.authority_log;
+  EXPECT_NE(r.authority_log.find(portOf(topo, other)), std::string::npos) << r.authority_log;
+  b.set_seq(2);
+  r = live->ingest(b);
+  EXPECT_EQ(r.not_authorized, 3u);
+  EXPECT_TRUE(r.authority_log.empty()) << "logged once a minute per agent: " << r.authority_log;
+
+  v1::Batch c;
+  c.set_agent("snmp-poller-1");
+  c.set_epoch(1);
+  c.set_seq(1);
+  port(c, "leaf1:swp1");
+  port(c, "spine1:swp1");
+  lldp(c, "leaf1:swp2");
+  port(c, "leaf2:swp1");                    // not assigned to it
+  *c.add_probes() = validProbe(topo, now);  // a collector sends no probes
+  r = live->ingest(c);
+  EXPECT_EQ(r.accepted, 3u);
+  EXPECT_EQ(r.not_authorized, 2u);
+
+  // Neither a node nor a collector: refused whole, one bucket for all names.
+  for (int i = 0; i < 100; ++i) {
+    v1::Batch u = b;
+    u.set_agent(i == 0 ? "sim-0" : "junk-" + std::to_string(i));
+    r = live->ingest(u);
+    EXPECT_TRUE(r.rejected);
+    EXPECT_EQ(r.accepted, 0u);
+    EXPECT_EQ(r.not_authorized, 5u);
+    EXPECT_EQ(r.authority_log.empty(), i > 0) << "unknown agents share one log limit";
+  }
+  exporter::IngestCounters counters = live->counters();
+  EXPECT_EQ(counters.not_authorized, 3u + 3u + 2u + 500u);
+  EXPECT_EQ(counters.malformed, 0u);
+  std::map<std::string, uint64_t> per_agent;
+  for (const auto& a : live->agents()) per_agent[a.agent] = a.not_authorized;
+  EXPECT_EQ(per_agent, (std::map<std::string, uint64_t>{
+                           {me, 6}, {"snmp-poller-1", 2}, {exporter::kUnknownAgent, 500}}));
+  live->flush();
+  counters = live->counters();
+  EXPECT_EQ(counters.probes, 2u);
+  EXPECT_EQ(counters.ports, 2u + 2u);
+  EXPECT_EQ(counters.lldp, 1u);
+}
+
+// Helpers for raw streams to a running daemon.
+struct RawStream {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::Batch, v1::Ack>> rw;
+  RawStream(v1::Collector::Stub& stub) : rw(stub.Stream(&ctx)) {}
+  // Sends and reads the ack; nullopt when the stream ended instead.
+  std::optional<v1::Ack> send(const v1::Batch& b) {
+    if (!rw->Write(b)) return std::nullopt;
+    v1::Ack ack;
+    if (!rw->Read(&ack)) return std::nullopt;
+    return ack;
+  }
+  grpc::Status finish() {
+    rw->WritesDone();
+    return rw->Finish();
+  }
+};
+
+v1::Batch probeBatch(const topology::Topology& topo, const std::string& agent, uint64_t epoch,
+                     uint64_t seq, const std::string& src = "") {
+  v1::Batch b;
+  b.set_agent(agent);
+  b.set_epoch(epoch);
+  b.set_seq(seq);
+  v1::Probe* p = b.add_probes();
+  *p = validProbe(topo, wallNow());
+  if (!src.empty()) {
+    p->set_src(src);
+    p->set_dst(validProbe(topo, 0).src());
+  }
+  return b;
+}
+
+TEST(Authority, AStreamIsOneIdentityAndUnknownAgentsAreAckedNotIngested) {
+  RunningDaemon d;
+  d.start();
+  auto stub = v1::Collector::NewStub(
+      grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials()));
+  const std::string a = prober(d.topo), b = otherHost(d.topo);
+
+  // A batch of an unknown agent is acknowledged (it must leave the sender's
+  // spool) but not ingested.
+  {
+    RawStream s(*stub);
+    auto ack = s.send(probeBatch(d.topo, "not-a-node", 1, 1));
+    ASSERT_TRUE(ack);
+    EXPECT_FALSE(ack->duplicate());
+    EXPECT_TRUE(s.finish().ok());
+  }
+  // Eight forged batches with higher epochs, sent as `a` on a stream that
+  // is `b`: each ends its stream, none is ingested or moves a's dedup state.
+  for (uint64_t e = 1000; e < 1008; ++e) {
+    RawStream s(*stub);
+    ASSERT_TRUE(s.send(probeBatch(d.topo, b, 1, e - 999, portOf(d.topo, b))));
+    EXPECT_FALSE(s.send(probeBatch(d.topo, a, e, 1)));
+    grpc::Status st = s.finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_NE(st.error_message().find("one stream, one identity"), std::string::npos)
+        << st.error_message();
+  }
+  // a's own batches, in a lower epoch, are new.
+  RawStream real(*stub);
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    auto ack = real.send(probeBatch(d.topo, a, 5, seq));
+    ASSERT_TRUE(ack);
+    EXPECT_FALSE(ack->duplicate()) << "seq " << seq;
+  }
+  EXPECT_TRUE(real.finish().ok());
+  d.daemon->stop();
+  exporter::IngestCounters c = d.daemon->analyzer().counters();
+  EXPECT_EQ(c.probes, 3u + 8u) << "a's three and b's own eight";
+  EXPECT_EQ(c.not_authorized, 1u + 8u);
+  EXPECT_EQ(c.duplicate_batches, 0u);
+  for (const auto& ag : d.daemon->analyzer().agents()) {
+    EXPECT_NE(ag.agent, "not-a-node") << "unknown names get no state of their own";
+    if (ag.agent == b) {
+      EXPECT_EQ(ag.not_authorized, 8u);
+    }
+    if (ag.agent == exporter::kUnknownAgent) {
+      EXPECT_EQ(ag.not_authorized, 1u);
+    }
+  }
+}
+
+TEST(Authority, TheRejectedRecordsMetricHasOneUnknownBucket) {
+  RunningDaemon d;
+  d.start();
+  auto stub = v1::Collector::NewStub(
+      grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials()));
+  RawStream s(*stub);
+  for (int i = 0; i < 20; ++i) {
+    // Each on its own stream would do the same; one stream is quicker.
+    RawStream one(*stub);
+    ASSERT_TRUE(one.send(probeBatch(d.topo, "junk-" + std::to_string(i), 1, 1)));
+    EXPECT_TRUE(one.finish().ok());
+  }
+  ASSERT_TRUE(waitFor([&] {
+    auto m = d.http().Get("/metrics");
+    return m && m->body.find(R"x(netdiag_agent_rejected_records{agent="(unknown)",)x"
+                             R"x(reason="not_authorized"} 20)x") != std::string::npos;
+  })) << d.http().Get("/metrics")->body;
+  auto m = d.http().Get("/metrics");
+  EXPECT_EQ(m->body.find("junk-"), std::string::npos) << "no series per unknown name";
+  EXPECT_NE(m->body.find("netdiag_ingest_not_authorized_records_total 20"), std::string::npos);
+  s.finish();
+}
+
+// --- mutual TLS: the certificate names the agent ---
+
+class TlsCerts {
+ public:
+  // A CA, the analyzer's certificate (SAN IP:127.0.0.1) and client
+  // certificates: "cn" with CN=<cn_name> and no SAN, "san" with CN=someone
+  // and SAN DNS:<san_name>.
+  TlsCerts(const std::string& cn_name, const std::string& san_name) {
+    const std::string d = dir_.file("");
+    std::string cmd =
+        "cd " + d +
+        " && (openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 "
+        "-subj /CN=netdiag-test-ca && "
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "
+        "/CN=analyzer && printf 'subjectAltName=IP:127.0.0.1' > server.ext && "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out "
+        "server.pem -days 1 -extfile server.ext && "
+        "openssl req -newkey rsa:2048 -nodes -keyout cn.key -out cn.csr -subj /CN=" +
+        cn_name +
+        " && openssl x509 -req -in cn.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cn.pem "
+        "-days 1 && "
+        "openssl req -newkey rsa:2048 -nodes -keyout san.key -out san.csr -subj /CN=someone && "
+        "printf 'subjectAltName=DNS:" +
+        san_name +
+        "' > san.ext && openssl x509 -req -in san.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-out san.pem -days 1 -extfile san.ext) >/dev/null 2>&1";
+    ok_ = std::system(cmd.c_str()) == 0;
+  }
+  bool ok() const { return ok_; }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+  std::string read(const std::string& name) const {
+    std::ifstream in(file(name));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::unique_ptr<v1::Collector::Stub> stub(const std::string& address,
+                                            const std::string& who) const {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = read("ca.pem");
+    o.pem_cert_chain = read(who + ".pem");
+    o.pem_private_key = read(who + ".key");
+    return v1::Collector::NewStub(grpc::CreateChannel(address, grpc::SslCredentials(o)));
+  }
+
+ private:
+  TempDir dir_;
+  bool ok_ = false;
+};
+
+// Issue #15, finding 5: under mTLS one certificate (CN=host1) sent 476
+// batches as host7, spine1 and not-a-node, all acknowledged.
+TEST(Authority, UnderMutualTlsTheCertificateMustNameTheAgent) {
+  RunningDaemon d;
+  const std::string a = prober(d.topo), b = otherHost(d.topo);
+  TlsCerts certs(a, b);
+  if (!certs.ok()) GTEST_SKIP() << "openssl could not make test certificates";
+  d.tweak = [&](DaemonOptions& o) {
+    o.grpc.tls_cert = certs.file("server.pem");
+    o.grpc.tls_key = certs.file("server.key");
+    o.grpc.tls_ca = certs.file("ca.pem");
+  };
+  d.start();
+  auto as_a = certs.stub(d.grpcAddress(), "cn");   // CN=a
+  auto as_b = certs.stub(d.grpcAddress(), "san");  // SAN DNS:b
+
+  {
+    RawStream s(*as_a);  // the CN names it
+    auto ack = s.send(probeBatch(d.topo, a, 1, 1));
+    ASSERT_TRUE(ack);
+    EXPECT_FALSE(ack->duplicate());
+    EXPECT_TRUE(s.finish().ok());
+  }
+  // Eight forged batches with higher epochs as b, from a's certificate:
+  // each stream is refused before anything is ingested.
+  for (uint64_t e = 1000; e < 1008; ++e) {
+    RawStream s(*as_a);
+    EXPECT_FALSE(s.send(probeBatch(d.topo, b, e, 1, portOf(d.topo, b))));
+    grpc::Status st = s.finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_NE(st.error_message().find("the client certificate names \"" + a + "\""),
+              std::string::npos)
+        << st.error_message();
+    EXPECT_NE(st.error_message().find("not the agent \"" + b + "\""), std::string::npos)
+        << st.error_message();
+  }
+  {
+    RawStream s(*as_a);
+    EXPECT_FALSE(s.send(probeBatch(d.topo, "not-a-node", 1, 1)));
+    EXPECT_EQ(s.finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    RawStream s(*as_b);  // the SAN names it; its real batches are new
+    for (uint64_t seq = 1; seq <= 3; ++seq) {
+      auto ack = s.send(probeBatch(d.topo, b, 5, seq, portOf(d.topo, b)));
+      ASSERT_TRUE(ack) << "seq " << seq;
+      EXPECT_FALSE(ack->duplicate()) << "seq " << seq;
+    }
+    EXPECT_TRUE(s.finish().ok());
+  }
+  // Plans too: only for an agent the certificate names.
+  for (const auto& [who, stub] : {std::pair{b, as_a.get()}, std::pair{a, as_a.get()}}) {
+    grpc::ClientContext ctx;
+    v1::PlanRequest req;
+    req.set_agent(who);
+    v1::AgentPlan plan;
+    grpc::Status st = stub->GetPlan(&ctx, req, &plan);
+    EXPECT_EQ(st.error_code(),
+              who == a ? grpc::StatusCode::OK : grpc::StatusCode::PERMISSION_DENIED)
+        << who << ": " << st.error_message();
+  }
+  d.daemon->stop();
+  exporter::IngestCounters c = d.daemon->analyzer().counters();
+  EXPECT_EQ(c.probes, 1u + 3u);
+  EXPECT_EQ(c.duplicate_batches, 0u);
+  EXPECT_EQ(c.not_authorized, 8u + 1u);
+  bool logged = false;
+  for (const auto& l : d.logs) logged |= l.find("refused") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+// Plaintext on an address other hosts reach leaves agents unauthenticated.
+TEST(Authority, ANonLoopbackListenerNeedsMutualTlsOrInsecure) {
+  for (const char* host : {"localhost", "127.0.0.1", "127.1.2.3", "::1"}) {
+    EXPECT_TRUE(isLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "", "192.168.77.1", "127.example.com", "example"}) {
+    EXPECT_FALSE(isLoopbackHost(host)) << host;
+  }
+  topology::Topology topo = smallFabric();
+  DaemonOptions o;
+  o.grpc.address = "0.0.0.0:0";
+  o.web_listen = "127.0.0.1:0";
+  std::string error;
+  EXPECT_FALSE(Daemon::start(topo, o, &error));
+  EXPECT_NE(error.find("--insecure"), std::string::npos) << error;
+  EXPECT_NE(error.find("--tls-ca"), std::string::npos) << error;
+  o.grpc.insecure = true;
+  auto d = Daemon::start(topo, o, &error);
+  EXPECT_TRUE(d) << error;
+}
+
+// Synthetic agents: one stream per node by default (each speaking for its
+// node); fewer streams than nodes are grouped sim-<i> agents, which the
+// analyzer accepts only with --accept-sim-agents for the same count.
+TEST(Authority, GroupedSyntheticAgentsNeedAcceptSimAgents) {
+  for (size_t accept : {size_t{0}, size_t{4}}) {
+    SCOPED_TRACE(accept);
+    RunningDaemon d;
+    d.tweak = [&](DaemonOptions& o) { o.live.accept_sim_agents = accept; };
+    d.start();
+    SimAgentsOptions so;
+    so.analyzer = d.grpcAddress();
+    so.speed = 0;
+    so.agents = 4;
+    size_t records = 0;
+    {
+      SimAgents agents(d.topo, so);
+      EXPECT_FALSE(agents.perNode());
+      EXPECT_EQ(agents.agentName(0), "sim-0");
+      const double t = wallNow();
+      std::vector<topology::PortId> host_ports;
+      for (topology::PortId p = 0; p < d.topo.portCount(); ++p) {
+        if (d.topo.node(d.topo.port(p).node).isHost()) host_ports.push_back(p);
+        telemetry::PortRecord r;
+        r.t = t;
+        r.port = p;
+        r.rx_packets = 1;
+        agents.onPort(r);
+        ++records;
+      }
+      for (size_t i = 0; i < host_ports.size(); ++i) {
+        telemetry::ProbeRecord r;
+        r.t = t;
+        r.src = host_ports[i];
+        r.dst = host_ports[(i + 1) % host_ports.size()];
+        r.flow = 40000;
+        r.window_s = 5;
+        r.sent = 50;
+        agents.onProbe(r);
+        ++records;
+      }
+      std::string error;
+      ASSERT_TRUE(agents.finish(30, &error)) << error;
+    }
+    d.daemon->stop();
+    exporter::IngestCounters c = d.daemon->analyzer().counters();
+    EXPECT_EQ(c.not_authorized, accept ? 0u : records);
+    EXPECT_EQ(c.probes + c.ports, accept ? records : 0u);
+  }
+  topology::Topology topo = smallFabric();
+  EXPECT_TRUE(simAgentsLayout(topo, 0).per_node);
+  EXPECT_EQ(simAgentsLayout(topo, 0).streams, topo.nodeCount());
+  EXPECT_TRUE(simAgentsLayout(topo, 1000).per_node);
+  EXPECT_FALSE(simAgentsLayout(topo, 5).per_node);
 }
 
 }  // namespace

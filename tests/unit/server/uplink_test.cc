@@ -226,13 +226,37 @@ TEST(Uplink, DeliversInOrderAndEmptiesTheSpool) {
   EXPECT_EQ(st.reconnects, 0u);
 }
 
-TEST(Uplink, EpochIsTheWallClockAtConstruction) {
-  CountSpool spool;
-  auto before = std::chrono::system_clock::now().time_since_epoch();
-  Uplink up(options("127.0.0.1:1"), spool);
-  auto after = std::chrono::system_clock::now().time_since_epoch();
-  EXPECT_GE(up.epoch(), static_cast<uint64_t>(std::chrono::nanoseconds(before).count()));
-  EXPECT_LE(up.epoch(), static_cast<uint64_t>(std::chrono::nanoseconds(after).count()));
+// Issue #15: the epoch was the wall clock at construction, so a clock
+// stepped back gave a new start an epoch below its old ones. Now it comes
+// from the spool's persistent state, or is random without one.
+TEST(Uplink, EpochComesFromTheSpoolNotTheWallClock) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("netdiag_uplink_epoch_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  uint64_t first = 0;
+  for (int start = 0; start < 3; ++start) {
+    std::string error;
+    auto spool = openDiskSpool(dir, 1 << 20, &error);
+    ASSERT_TRUE(spool) << error;
+    Uplink up(options("127.0.0.1:1"), *spool);
+    if (start == 0) first = up.epoch();
+    EXPECT_EQ(up.epoch(), first + start) << "each start of the agent takes the next epoch";
+    EXPECT_EQ(up.epoch(), spool->epoch());
+  }
+  std::filesystem::remove_all(dir);
+
+  // Without persistent state: a random 64-bit epoch per start, not the time.
+  const auto now_ns = static_cast<uint64_t>(
+      std::chrono::nanoseconds(std::chrono::system_clock::now().time_since_epoch()).count());
+  CountSpool a, b;
+  Uplink ua(options("127.0.0.1:1"), a);
+  Uplink ub(options("127.0.0.1:1"), b);
+  EXPECT_NE(ua.epoch(), ub.epoch());
+  EXPECT_NE(ua.epoch(), 0u);
+  const uint64_t day_ns = 86400ull * 1000000000ull;
+  EXPECT_FALSE(ua.epoch() > now_ns - day_ns && ua.epoch() < now_ns + day_ns)
+      << "the epoch looks like the wall clock";
 }
 
 TEST(Uplink, ResendsUnacknowledgedBatchesAfterTheStreamBreaks) {
