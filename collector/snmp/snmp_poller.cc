@@ -7,6 +7,7 @@
 #include <random>
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 
@@ -324,6 +325,21 @@ SnmpPoller::SnmpPoller(const PollerConfig& config,
                        std::vector<std::string>* problems)
     : impl_(std::make_unique<Impl>(config, stats)) {
   initNetSnmp();
+  // One socket per target: raise the soft descriptor limit (1,024 by
+  // default) toward the hard one.
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    const rlim_t want = static_cast<rlim_t>(config.targets.size()) + 256;
+    if (lim.rlim_cur < want && lim.rlim_cur != RLIM_INFINITY) {
+      lim.rlim_cur = std::min(want, lim.rlim_max);
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    if (lim.rlim_cur < want && problems) {
+      problems->push_back("only " + std::to_string(lim.rlim_cur) + " file descriptors for " +
+                          std::to_string(config.targets.size()) +
+                          " targets (raise the hard limit, e.g. LimitNOFILE= in systemd)");
+    }
+  }
   auto& up = prometheus::BuildGauge()
                  .Name("netdiag_snmp_target_up")
                  .Help("1 while the target's last SNMP poll worked")
