@@ -7,9 +7,9 @@
 #include <random>
 
 #include <poll.h>
-#include <sys/resource.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
+#include <sys/resource.h>
 
 #include "collector/clock.h"
 #include "collector/scheduler.h"
