@@ -1,6 +1,7 @@
 #include "collector/snmp/poller_process.h"
 
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include <prometheus/exposer.h>
@@ -148,8 +149,10 @@ std::unique_ptr<PollerProcess> PollerProcess::create(
   m->source = std::make_unique<SnmpSource>(config, std::move(known_ports), *m->registry, &problems);
   for (const std::string& p : problems) m->log(p);
   m->uplink = std::make_unique<Uplink>(uo, *m->spool);
-  m->log("polling " + std::to_string(config.targets.size()) + " switches every " +
-         std::to_string(config.interval) + " s as \"" + config.identity + "\"");
+  std::ostringstream every;
+  every << config.interval;
+  m->log("polling " + std::to_string(config.targets.size()) + " switches every " + every.str() +
+         " s as \"" + config.identity + "\"");
   return std::unique_ptr<PollerProcess>(new PollerProcess(std::move(m)));
 }
 

@@ -5,6 +5,7 @@
 #include <deque>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include <poll.h>
 #include <prometheus/counter.h>
@@ -25,6 +26,13 @@ constexpr double kJitter = 0.1;  // each poll moves by up to ±5 % of its interv
 const char* const kReasons[] = {"timeout", "auth", "response", "malformed", "overrun", "send"};
 enum Reason { kTimeout, kAuth, kResponse, kMalformed, kOverrun, kSend, kReasonCount };
 constexpr long kTooBig = 1;  // RFC 3416 error-status tooBig
+
+// 2, 0.5, 1.25: for messages.
+std::string seconds(double s) {
+  std::ostringstream o;
+  o << s;
+  return o.str();
+}
 
 Oid sysUpTimeInstance() {
   Oid o = oids::kSysUpTime;
@@ -175,8 +183,8 @@ struct SnmpPoller::Impl {
     const double wall = systemClock().wallSeconds();
     if (r.kind == SnmpResult::Kind::kTimeout) {
       finish(t, kTimeout,
-             "no answer within " + std::to_string(cfg.timeout) + " s (" +
-                 std::to_string(cfg.retries + 1) + " tries)");
+             "no answer within " + seconds(cfg.timeout) + " s (" + std::to_string(cfg.retries + 1) +
+                 " tries)");
       return;
     }
     if (t.session && t.session->broken()) {
@@ -220,7 +228,7 @@ struct SnmpPoller::Impl {
     }
     if (systemClock().monoSeconds() - t.started_mono > cfg.interval) {
       finish(t, kOverrun,
-             "poll took longer than its interval (" + std::to_string(cfg.interval) +
+             "poll took longer than its interval (" + seconds(cfg.interval) +
                  " s): abandoned; raise max_repetitions or the interval");
       return;
     }
