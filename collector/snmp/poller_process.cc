@@ -29,22 +29,38 @@ struct PollerProcess::Impl {
   std::unique_ptr<SourceMetrics> source_metrics;
   prometheus::Gauge *g_connected = nullptr, *g_spool_batches = nullptr;
   TotalCounter m_sent, m_acked, m_dropped;
-  std::set<std::string> logged;
+  // Per target (a problem line starts "node (address): "): at most one line
+  // a minute, then how many were held back.
+  struct Quiet {
+    double last = -1e18;
+    uint64_t held = 0;
+  };
+  std::map<std::string, Quiet> quiet;
   bool was_connected = false;
 
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
 
-  void logOnce(const std::string& msg) {
-    if (logged.size() < 10000 && logged.insert(msg).second) log(msg);
+  void logLimited(const std::string& msg) {
+    const std::string target = msg.substr(0, msg.find(" ("));
+    const double now = systemClock().monoSeconds();
+    if (quiet.size() > 100000) quiet.clear();
+    Quiet& q = quiet[target];
+    if (now - q.last < 60) {
+      ++q.held;
+      return;
+    }
+    log(msg + (q.held ? " [" + std::to_string(q.held) + " more since the last message]" : ""));
+    q.last = now;
+    q.held = 0;
   }
 
   void flush() {
     v1::Batch b;
     std::vector<std::string> problems;
     source->collect(systemClock().wallSeconds(), b, &problems);
-    for (const std::string& p : problems) logOnce(p);
+    for (const std::string& p : problems) logLimited(p);
     if (b.ports_size() + b.lldp_size() > 0) {
       b.set_sent_at(systemClock().wallSeconds());
       uplink->send(std::move(b));
