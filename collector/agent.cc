@@ -23,6 +23,7 @@
 #include "collector/spool.h"
 #include "collector/total_counter.h"
 #include "collector/uplink.h"
+#include "topology/display_text.h"
 
 namespace netdiag::collector {
 namespace {
@@ -33,6 +34,15 @@ double wallNow() { return systemClock().wallSeconds(); }
 
 // Polled sources' runs move by up to ±5 % of their interval.
 constexpr double kPollJitter = 0.1;
+
+// The refusal counts of `s` added to `into` (of responders already replaced).
+void addResponderCounts(const ResponderStats& s, ResponderStats& into) {
+  into.replied += s.replied;
+  into.malformed += s.malformed;
+  into.not_in_plan += s.not_in_plan;
+  into.rate_limited += s.rate_limited;
+  into.global_rate_limited += s.global_rate_limited;
+}
 
 }  // namespace
 
@@ -60,10 +70,12 @@ struct Agent::Impl {
   bool stop = false;
 
   // Metrics of the agent itself (each source exports its own).
-  TotalCounter m_replies, m_resp_malformed, m_resp_limited;
+  TotalCounter m_replies, m_resp_malformed, m_resp_limited, m_resp_not_in_plan,
+      m_resp_global_limited;
   TotalCounter m_spool_dropped, m_up_sent, m_up_acked, m_up_reconnects, m_batches;
   prometheus::Gauge *g_plan = nullptr, *g_spool_batches = nullptr, *g_spool_bytes = nullptr,
-                    *g_connected = nullptr;
+                    *g_connected = nullptr, *g_resp_open = nullptr, *g_resp_allowed = nullptr,
+                    *g_resp_global_rate = nullptr;
   uint64_t batches = 0;
 
   void logOnce(const std::string& msg) {
@@ -83,6 +95,8 @@ struct Agent::Impl {
     m_replies = counter("netdiag_agent_responder_replies_total", "Probe replies sent");
     m_resp_malformed = TotalCounter{&dropped.Add({{"reason", "malformed"}})};
     m_resp_limited = TotalCounter{&dropped.Add({{"reason", "rate_limited"}})};
+    m_resp_not_in_plan = TotalCounter{&dropped.Add({{"reason", "not_in_plan"}})};
+    m_resp_global_limited = TotalCounter{&dropped.Add({{"reason", "global_rate_limited"}})};
     m_spool_dropped = counter("netdiag_agent_spool_dropped_total",
                               "Batches dropped from the spool to stay within its bound");
     m_up_sent = counter("netdiag_agent_uplink_batches_sent_total", "Batches sent to the analyzer");
@@ -98,6 +112,13 @@ struct Agent::Impl {
     g_spool_bytes = gauge("netdiag_agent_spool_bytes", "Bytes of batches in the spool");
     g_connected =
         gauge("netdiag_agent_uplink_connected", "1 while the stream to the analyzer is up");
+    g_resp_open = gauge("netdiag_agent_responder_open",
+                        "1 while the responder answers every source (no probed_by list)");
+    g_resp_allowed = gauge("netdiag_agent_responder_allowed_sources",
+                           "Source addresses the responder answers (its plan's and, for the grace "
+                           "period, the previous plan's)");
+    g_resp_global_rate = gauge("netdiag_agent_responder_global_rate_limit",
+                               "Replies per second the responder sends to all sources together");
     source_metrics = std::make_unique<SourceMetrics>(*registry, "netdiag_agent");
   }
 
@@ -122,13 +143,16 @@ struct Agent::Impl {
     ResponderStats r = past_responder;
     if (responder) {
       const ResponderStats s = responder->stats();
-      r.replied += s.replied;
-      r.malformed += s.malformed;
-      r.rate_limited += s.rate_limited;
+      addResponderCounts(s, r);
+      g_resp_open->Set(s.everyone ? 1 : 0);
+      g_resp_allowed->Set(static_cast<double>(s.allowed));
     }
     m_replies.set(static_cast<double>(r.replied));
     m_resp_malformed.set(static_cast<double>(r.malformed));
     m_resp_limited.set(static_cast<double>(r.rate_limited));
+    m_resp_not_in_plan.set(static_cast<double>(r.not_in_plan));
+    m_resp_global_limited.set(static_cast<double>(r.global_rate_limited));
+    g_resp_global_rate->Set(global_rate);
     g_plan->Set(plan ? static_cast<double>(plan->version()) : 0);
     g_spool_batches->Set(static_cast<double>(spool->batches()));
     g_spool_bytes->Set(static_cast<double>(spool->bytes()));
@@ -184,6 +208,45 @@ struct Agent::Impl {
     return out;
   }
 
+  // The global rate limit: the configured one, or sized to the plan's
+  // inbound probe rate.
+  double global_rate = 0;
+  double responderGlobalRate() {
+    global_rate =
+        cfg.responder_global_rate_limit > 0
+            ? cfg.responder_global_rate_limit
+            : std::max(kMinGlobalRateLimit,
+                       kGlobalRateMargin * std::max(0.0, plan->inbound_probes_per_second()));
+    return global_rate;
+  }
+
+  // Who the responder answers, and how fast, under the plan just applied.
+  // The previous plan's sources keep their replies for responderGrace()
+  // (docs/security.md).
+  double responderGrace() const { return 2 * cfg.plan_refresh; }
+  void limitResponder() {
+    const double rate = responderGlobalRate();
+    responder->setGlobalRate(rate, std::max(100.0, rate / 10));
+    if (!plan->probed_by_known()) {
+      responder->allowEveryone();
+      logOnce(std::string("responder answers every source: the ") +
+              (cfg.plan_file.empty() ? "analyzer's plan" : "plan file") +
+              " does not say who probes this node (probed_by_known; an analyzer from before "
+              "it, or a flow towards this node whose source has no address)");
+      return;
+    }
+    const std::vector<std::string> bad = responder->allowOnly(
+        {plan->probed_by_addrs().begin(), plan->probed_by_addrs().end()}, responderGrace());
+    log("responder answers " + std::to_string(plan->probed_by_addrs_size() - bad.size()) +
+        " source address(es) of the plan (those of the plan it replaces for " +
+        std::to_string(static_cast<int>(responderGrace())) + " s more), at most " +
+        std::to_string(static_cast<uint64_t>(rate)) + " replies/s in all");
+    for (size_t i = 0; i < bad.size() && i < 5; ++i) {
+      log("responder: probed_by_addrs: not an IPv4 address, ignored: \"" +
+          topology::escapeForDisplay(bad[i].substr(0, 64)) + "\"");
+    }
+  }
+
   void applyPlan(v1::AgentPlan next) {
     const bool port_changed =
         !plan || plan->responder_port() != next.responder_port() || !responder;
@@ -195,10 +258,7 @@ struct Agent::Impl {
         std::to_string(plan->responder_port()));
     if (port_changed) {
       if (responder) {
-        const ResponderStats s = responder->stats();
-        past_responder.replied += s.replied;
-        past_responder.malformed += s.malformed;
-        past_responder.rate_limited += s.rate_limited;
+        addResponderCounts(responder->stats(), past_responder);
         responder.reset();
       }
       ResponderOptions ro;
@@ -206,10 +266,13 @@ struct Agent::Impl {
       ro.port = static_cast<uint16_t>(plan->responder_port());
       ro.rate_per_source = cfg.responder_rate_limit;
       ro.burst_per_source = std::max(10.0, cfg.responder_rate_limit / 10);
+      ro.global_rate = responderGlobalRate();
+      ro.global_burst = std::max(100.0, ro.global_rate / 10);
       std::string err;
       responder = Responder::start(ro, &err);
       if (!responder) log("responder not running: " + err);
     }
+    if (responder) limitResponder();
     const SourceScope scope{interfaces(), &*plan};
     for (const auto& s : sources) {
       std::vector<std::string> problems;

@@ -119,6 +119,10 @@ const std::vector<AgentConfigKey>& agentConfigKeys() {
       {"responder_address", "address the responder binds", &AgentConfig::responder_address},
       {"responder_rate_limit", "replies per second per source address",
        &AgentConfig::responder_rate_limit},
+      {"responder_global_rate_limit",
+       "replies per second to all sources together (0: the larger of 20000 and 4x the plan's "
+       "inbound probe rate)",
+       &AgentConfig::responder_global_rate_limit},
       {"lldp", "capture LLDP on monitored ports (needs CAP_NET_RAW)", &AgentConfig::lldp},
   };
   return keys;
@@ -227,6 +231,9 @@ std::vector<std::string> validateAgentConfig(const AgentConfig& c) {
   positive("plan_refresh", c.plan_refresh);
   positive("probe_timeout", c.probe_timeout);
   positive("responder_rate_limit", c.responder_rate_limit);
+  if (!(c.responder_global_rate_limit >= 0) || !std::isfinite(c.responder_global_rate_limit)) {
+    errors.push_back("responder_global_rate_limit: must be a number >= 0 (0: sized to the plan)");
+  }
   if (c.path_refresh < 0) errors.push_back("path_refresh: must be >= 0");
   if (c.spool_max_bytes == 0) errors.push_back("spool_max_bytes: must be > 0");
   if (c.sysfs_root.empty()) errors.push_back("sysfs_root: must not be empty");

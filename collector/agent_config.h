@@ -31,8 +31,17 @@ struct AgentConfig {
       1;  // seconds after a window's end before its unanswered probes count as lost
   std::string responder_address = "0.0.0.0";
   double responder_rate_limit = 20000;  // replies per second per source address
-  bool lldp = true;                     // capture LLDP on monitored ports (needs CAP_NET_RAW)
+  // Replies per second to all sources together; 0: sized to the plan,
+  // max(kMinGlobalRateLimit, 4 x its inbound_probes_per_second).
+  double responder_global_rate_limit = 0;
+  bool lldp = true;  // capture LLDP on monitored ports (needs CAP_NET_RAW)
 };
+
+// The floor of the responder's global rate limit sized to the plan, and
+// its margin over the plan's inbound probe rate (path discovery, late
+// re-sends and a peer's plan ahead of ours fit under it).
+inline constexpr double kMinGlobalRateLimit = 20000;
+inline constexpr double kGlobalRateMargin = 4;
 
 // One settable key: its YAML name, help text and the member it sets.
 struct AgentConfigKey {

@@ -463,7 +463,10 @@ std::unique_ptr<Prober> Prober::start(const ProberOptions& options,
   const size_t n = impl->flows.size();
   for (uint32_t i = 0; i < n; ++i) {
     Flow& f = impl->flows[i];
-    f.next_send = now + interval * static_cast<double>(i) / static_cast<double>(n);
+    const double start_at =
+        impl->opt.held.count(flowKey(f.spec)) != 0 ? now + impl->opt.hold_s : now;
+    f.next_send = start_at + interval * static_cast<double>(i) / static_cast<double>(n);
+    f.next_trace = std::max(f.next_trace, start_at);
     impl->schedule.emplace(f.next_send, i);
   }
   impl->next_close = impl->windowOf(impl->clock->wallNs());

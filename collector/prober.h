@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,7 +43,13 @@ struct ProberOptions {
   double path_refresh_s = 60;  // 0: trace once only
   size_t max_concurrent_traces = 32;
   PathfinderOptions path;
-  uint64_t max_probes = 0;       // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  uint64_t max_probes = 0;  // per flow, then stop sending (tests, one-shot runs); 0: no limit
+  // Flows (by flowKey()) that start probing, and path discovery, only
+  // hold_s seconds after start: those a re-plan adds towards a peer this
+  // source did not probe before, whose responder may not have the plan
+  // that admits it yet (docs/security.md).
+  std::set<std::string> held;
+  double hold_s = 0;
   const Clock* clock = nullptr;  // nullptr: systemClock(); must outlive the prober
 };
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -40,7 +42,8 @@ class ProberSource final : public Source {
       : Source("prober"),
         node_(ctx.config.node),
         probe_timeout_(ctx.config.probe_timeout),
-        path_refresh_(ctx.config.path_refresh) {
+        path_refresh_(ctx.config.path_refresh),
+        hold_s_(2 * ctx.config.plan_refresh) {
     using prometheus::BuildCounter;
     auto counter = [&](const char* name, const char* help) {
       return TotalCounter{&BuildCounter().Name(name).Help(help).Register(ctx.metrics).Add({})};
@@ -87,6 +90,24 @@ class ProberSource final : public Source {
     po.dscp = static_cast<uint8_t>(std::min<uint32_t>(plan.dscp(), 63));
     po.timeout_s = probe_timeout_;
     po.path_refresh_s = path_refresh_;
+    // A re-plan's flows towards a peer address this source address did not
+    // probe under the plan it replaces wait for the peer to fetch the plan
+    // that admits them (its responder answers only its plan's sources):
+    // probed at once, they would be refused and read as loss.
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (const v1::ProbeFlow& f : plan.flows()) {
+      if (had_plan_ && !probed_.count({f.src_addr(), f.dst_addr()})) po.held.insert(flowKey(f));
+      pairs.emplace(f.src_addr(), f.dst_addr());
+    }
+    po.hold_s = hold_s_;
+    probed_ = std::move(pairs);
+    had_plan_ = true;
+    if (!po.held.empty() && problems) {
+      problems->push_back(std::to_string(po.held.size()) + " flow(s) of the new plan towards " +
+                          "peers not probed before start in " +
+                          std::to_string(static_cast<int>(hold_s_)) +
+                          " s, once those peers have the plan");
+    }
     std::vector<std::string> errors;
     prober_ =
         Prober::start(po, {plan.flows().begin(), plan.flows().end()}, std::move(paths), &errors);
@@ -146,7 +167,9 @@ class ProberSource final : public Source {
   }
 
   std::string node_;
-  double probe_timeout_, path_refresh_;
+  double probe_timeout_, path_refresh_, hold_s_;
+  bool had_plan_ = false;
+  std::set<std::pair<std::string, std::string>> probed_;  // (src_addr, dst_addr) of the plan
   std::unique_ptr<Prober> prober_;
   std::vector<v1::Probe> held_;                  // of a replaced prober, for the next batch
   ProbeTotals past_;                             // of replaced probers

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -87,11 +88,41 @@ struct Bucket {
   double at = 0;
 };
 
+// Refills `b` at `rate` per second up to `burst`; true if it holds a token.
+bool hasToken(Bucket& b, double now, double rate, double burst) {
+  b.tokens = std::min(burst, b.tokens + (now - b.at) * rate);
+  b.at = now;
+  return b.tokens >= 1;
+}
+
+constexpr double kForever = std::numeric_limits<double>::infinity();
+
 }  // namespace
 
 struct Responder::State {
-  mutable std::mutex mu;  // guards stats (tables belong to the thread)
+  mutable std::mutex mu;  // guards stats, the allow-list and the global bucket
   ResponderStats stats;
+  // Who is answered: everyone, or the addresses of `allowed` until their
+  // time (kForever: in the current list), plus everyone until
+  // `everyone_until` after a switch from everyone to a list.
+  bool everyone = true;
+  bool everyone_set = false;  // by allowEveryone(), not just the start
+  double everyone_until = 0;
+  std::unordered_map<uint32_t, double> allowed;
+  Bucket global;
+  double global_rate = 0, global_burst = 0;
+
+  bool admitted(uint32_t addr, double now) const {
+    if (everyone || now < everyone_until) return true;
+    auto it = allowed.find(addr);
+    return it != allowed.end() && now < it->second;
+  }
+  uint64_t allowedNow(double now) const {
+    uint64_t n = 0;
+    for (const auto& [a, until] : allowed) n += now < until ? 1 : 0;
+    return n;
+  }
+
   LruTable<FlowKey, uint32_t, FlowKeyHash> flows;
   LruTable<uint32_t, Bucket, std::hash<uint32_t>> buckets;
   uint64_t counted = 0;  // valid counted probes seen, for the test hooks
@@ -135,7 +166,11 @@ Responder::Responder(ResponderOptions options, int fd, int wake_fd, uint16_t por
       fd_(fd),
       wake_fd_(wake_fd),
       port_(port),
-      state_(std::make_unique<State>()) {}
+      state_(std::make_unique<State>()) {
+  state_->global_rate = options_.global_rate;
+  state_->global_burst = options_.global_burst;
+  state_->global = Bucket{options_.global_burst, nowSeconds()};
+}
 
 Responder::~Responder() {
   stop();
@@ -151,8 +186,56 @@ void Responder::stop() {
 }
 
 ResponderStats Responder::stats() const {
+  const double now = nowSeconds();
   std::lock_guard lock(state_->mu);
-  return state_->stats;
+  ResponderStats s = state_->stats;
+  s.everyone = state_->everyone || now < state_->everyone_until;
+  s.allowed = s.everyone ? 0 : state_->allowedNow(now);
+  return s;
+}
+
+std::vector<std::string> Responder::allowOnly(const std::vector<std::string>& addrs,
+                                              double grace_s) {
+  std::vector<std::string> bad;
+  std::vector<uint32_t> next;
+  next.reserve(addrs.size());
+  for (const std::string& a : addrs) {
+    in_addr ia{};
+    if (inet_pton(AF_INET, a.c_str(), &ia) == 1) {
+      next.push_back(ia.s_addr);
+    } else {
+      bad.push_back(a);
+    }
+  }
+  const double now = nowSeconds();
+  const double until = now + std::max(0.0, grace_s);
+  State& st = *state_;
+  std::lock_guard lock(st.mu);
+  if (st.everyone && st.everyone_set) st.everyone_until = std::max(st.everyone_until, until);
+  st.everyone = false;
+  // The current list's addresses keep their replies for the grace period...
+  for (auto& [addr, t] : st.allowed) {
+    if (t == kForever) t = until;
+  }
+  // ...unless the new list has them again; then what ran out goes.
+  for (uint32_t a : next) st.allowed[a] = kForever;
+  std::erase_if(st.allowed, [now](const auto& e) { return e.second <= now; });
+  return bad;
+}
+
+void Responder::allowEveryone() {
+  std::lock_guard lock(state_->mu);
+  state_->everyone = true;
+  state_->everyone_set = true;
+  state_->everyone_until = 0;
+  state_->allowed.clear();
+}
+
+void Responder::setGlobalRate(double rate, double burst) {
+  std::lock_guard lock(state_->mu);
+  state_->global_rate = rate;
+  state_->global_burst = burst;
+  state_->global.tokens = std::min(state_->global.tokens, burst);
 }
 
 void Responder::loop() {
@@ -189,19 +272,31 @@ void Responder::loop() {
         ++st.stats.malformed;
         continue;
       }
-      // Rate limit per source address before any per-flow state is made.
+      // Only sources that may probe us, before any state is made for them.
+      if (!st.admitted(from.sin_addr.s_addr, now)) {
+        ++st.stats.not_in_plan;
+        continue;
+      }
+      // Rate limit per source address, then for all sources together,
+      // before any per-flow state is made; a token is taken from both or
+      // neither.
       bool created = false;
       Bucket& b = st.buckets.touch(from.sin_addr.s_addr, now,
                                    Bucket{options_.burst_per_source, now}, &created);
-      b.tokens =
-          std::min(options_.burst_per_source, b.tokens + (now - b.at) * options_.rate_per_source);
-      b.at = now;
+      const bool source_ok = hasToken(b, now, options_.rate_per_source, options_.burst_per_source);
       // A bucket idle for a second or more is full again: forgetting it is exact.
       st.buckets.trim(now, std::max(1.0, options_.burst_per_source / options_.rate_per_source),
                       options_.max_sources);
-      if (b.tokens < 1) {
+      if (!source_ok) {
         ++st.stats.rate_limited;
         continue;
+      }
+      if (st.global_rate > 0) {
+        if (!hasToken(st.global, now, st.global_rate, st.global_burst)) {
+          ++st.stats.global_rate_limited;
+          continue;
+        }
+        st.global.tokens -= 1;
       }
       b.tokens -= 1;
       uint32_t count = 0;

@@ -1,5 +1,6 @@
 #include "proto/convert.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace netdiag::proto {
@@ -231,9 +232,60 @@ void toWire(const topology::Topology& topo, const telemetry::LldpRecord& r, v1::
   out.set_neighbor(r.neighbor);
 }
 
+namespace {
+
+std::string bareAddr(const std::string& addr) { return addr.substr(0, addr.find('/')); }
+
+// Adds the flows of `plan` towards nodes `want` accepts to `out`, then sorts.
+template <typename Want>
+void collectInbound(const topology::Topology& topo, const planner::Plan& plan, Want want,
+                    std::vector<Inbound>& out) {
+  for (const planner::PortPlan& pp : plan.ports) {
+    const std::string src_addr = bareAddr(topo.port(pp.src).addr);
+    for (const planner::Flow& f : pp.flows) {
+      const topology::NodeId to = topo.port(f.dst).node;
+      if (!want(to) || topo.port(f.dst).addr.empty()) continue;
+      Inbound& in = out[to];
+      ++in.flows;
+      in.probes_per_second += pp.probes_per_second_per_flow;
+      if (src_addr.empty()) {
+        in.complete = false;
+      } else if (in.addrs.empty() || in.addrs.back() != src_addr) {
+        in.addrs.push_back(src_addr);  // a port's flows to one node are adjacent
+      }
+    }
+  }
+  for (Inbound& in : out) {
+    std::sort(in.addrs.begin(), in.addrs.end());
+    in.addrs.erase(std::unique(in.addrs.begin(), in.addrs.end()), in.addrs.end());
+  }
+}
+
+}  // namespace
+
+std::vector<Inbound> inboundByNode(const topology::Topology& topo, const planner::Plan& plan) {
+  std::vector<Inbound> out(topo.nodeCount());
+  collectInbound(
+      topo, plan, [](topology::NodeId) { return true; }, out);
+  return out;
+}
+
 v1::AgentPlan agentPlan(const topology::Topology& topo, const planner::Plan& plan,
-                        topology::NodeId node, uint32_t responder_port, uint32_t dscp) {
+                        topology::NodeId node, uint32_t responder_port, uint32_t dscp,
+                        const Inbound* inbound) {
+  std::vector<Inbound> own;
+  if (!inbound) {
+    own.resize(topo.nodeCount());
+    collectInbound(
+        topo, plan, [node](topology::NodeId n) { return n == node; }, own);
+    inbound = &own[node];
+  }
   v1::AgentPlan out;
+  if (inbound->complete) {
+    for (const std::string& a : inbound->addrs) out.add_probed_by_addrs(a);
+    out.set_probed_by_known(true);
+  }
+  out.set_inbound_probes_per_second(inbound->probes_per_second);
   out.set_version(plan.version);
   out.set_window_s(plan.budget.window_s);
   out.set_responder_port(responder_port);

@@ -44,8 +44,28 @@ void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1:
 void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out);
 void toWire(const topology::Topology& topo, const telemetry::LldpRecord& r, v1::LldpNeighbor& out);
 
-// The part of `plan` one agent runs: the flows of every host port of `node`.
+// Who probes one node under a plan: what its responder must answer.
+struct Inbound {
+  std::vector<std::string> addrs;  // the flows' source addresses, sorted, unique
+  double probes_per_second = 0;    // of those flows together
+  size_t flows = 0;
+  // False when a flow towards the node has a source port without address:
+  // its prober binds no address, the list cannot name it, and the plan
+  // then carries no list and probed_by_known false (the responder answers
+  // everyone).
+  bool complete = true;
+};
+
+// Inbound of every node (indexed by NodeId), in one pass over the plan.
+// Flows towards a port without address are left out: no agent can probe
+// them (the prober skips them).
+std::vector<Inbound> inboundByNode(const topology::Topology& topo, const planner::Plan& plan);
+
+// The part of `plan` one agent runs: the flows of every host port of
+// `node`, and who probes it (from `inbound`, inboundByNode's entry for
+// `node`; nullptr: computed here with a pass over the whole plan).
 v1::AgentPlan agentPlan(const topology::Topology& topo, const planner::Plan& plan,
-                        topology::NodeId node, uint32_t responder_port, uint32_t dscp);
+                        topology::NodeId node, uint32_t responder_port, uint32_t dscp,
+                        const Inbound* inbound = nullptr);
 
 }  // namespace netdiag::proto

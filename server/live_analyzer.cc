@@ -108,6 +108,7 @@ struct LiveAnalyzer::Impl {
   const Authority authority;
   planner::Plan plan;
   planner::Sizing sizing;
+  std::vector<proto::Inbound> inbound;  // who probes each node under `plan`
 
   mutable std::mutex mu;  // guards everything below
   analyzer::Engine engine;
@@ -246,6 +247,7 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
       std::make_unique<Impl>(topo, std::move(options), std::move(registry), std::move(clock));
   impl->plan = std::move(sized.plan);
   impl->sizing = sized.sizing;
+  impl->inbound = proto::inboundByNode(topo, impl->plan);
   Impl& m = *impl;
   if (!m.options.db_path.empty()) {
     auto opened = store::openAndMigrate(m.options.db_path);
@@ -488,7 +490,7 @@ std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::s
   if (it == m.plans.end()) {
     it = m.plans
              .emplace(*node, proto::agentPlan(m.topo, m.plan, *node, m.options.responder_port,
-                                              m.options.dscp))
+                                              m.options.dscp, &m.inbound[*node]))
              .first;
   }
   return it->second;

@@ -199,6 +199,40 @@ TEST(Prober, UnansweredFlowLosesEverythingWithoutASplit) {
   EXPECT_GT(prober->stats().icmp_errors, 0u);  // port unreachable, read off the error queue
 }
 
+TEST(Prober, HeldFlowsStartProbingOnlyAfterTheHold) {
+  ResponderOptions ro;
+  ro.address = "127.0.0.1";
+  ro.port = 0;
+  std::string err;
+  auto responder = Responder::start(ro, &err);
+  ASSERT_NE(responder, nullptr) << err;
+  ProberOptions po;
+  po.window_s = 0.3;
+  po.probes_per_second = 20;
+  po.responder_port = responder->port();
+  po.timeout_s = 1;
+  po.max_probes = 10;
+  po.path.hop_timeout_s = 1;
+  const v1::ProbeFlow now = flowTo("127.0.0.1", freePort());
+  const v1::ProbeFlow later = flowTo("127.0.0.1", freePort());
+  po.held = {flowKey(later)};
+  po.hold_s = 1.5;
+  std::vector<std::string> errors;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto prober = Prober::start(po, {now, later}, {}, &errors);
+  ASSERT_NE(prober, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // The held flow's probes have not reached the responder yet.
+  if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1400)) {
+    EXPECT_EQ(responder->stats().flows, 1u);
+  }
+  const auto records = runToEnd(*prober, 20, 15);
+  const Totals t = sum(records, po.window_s);
+  EXPECT_EQ(t.sent, 20u);
+  EXPECT_EQ(t.lost, 0u);
+  EXPECT_EQ(responder->stats().flows, 2u);
+}
+
 // The real monotonic clock under a wall clock the test steps, as NTP or an
 // operator would.
 class SteppedWallClock final : public Clock {

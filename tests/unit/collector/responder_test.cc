@@ -5,6 +5,8 @@
 #include <chrono>
 #include <optional>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -19,11 +21,18 @@
 namespace netdiag::collector {
 namespace {
 
-// A UDP client on 127.0.0.1 connected to the responder.
+// A UDP client connected to the responder on 127.0.0.1, sending from
+// `from` (any address of 127/8 is local on Linux).
 class Client {
  public:
-  explicit Client(uint16_t port) {
+  explicit Client(uint16_t port, const char* from = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM, 0);
+    if (from != nullptr) {
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      inet_pton(AF_INET, from, &src.sin_addr);
+      EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&src), sizeof src), 0) << from;
+    }
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(port);
@@ -233,6 +242,124 @@ TEST(Responder, TestHooksDropOrMuteEveryNth) {
   ASSERT_EQ(decodeProbe(all.back(), last), DecodeError::kOk);
   EXPECT_EQ(last.received, 7u);
   EXPECT_EQ(r2->stats().hook_muted, 2u);
+}
+
+// Sends `n` probes from `c` and returns how many were answered.
+size_t answered(Client& c, uint32_t n, uint64_t flow = 1) {
+  for (uint32_t i = 0; i < n; ++i) c.send(probe(flow, i));
+  return c.recvAll(200).size();
+}
+
+TEST(Responder, AnswersOnlySourcesInItsListAndCountsTheRest) {
+  auto r = startOrDie(loopbackOptions());
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->stats().everyone);
+  const std::vector<std::string> bad = r->allowOnly({"127.0.0.2", "not-an-address"}, 60);
+  EXPECT_EQ(bad, std::vector<std::string>{"not-an-address"});
+  // A fresh responder has answered nobody: its first list holds at once.
+  EXPECT_FALSE(r->stats().everyone);
+  EXPECT_EQ(r->stats().allowed, 1u);
+  Client stranger(r->port(), "127.0.0.1");
+  Client peer(r->port(), "127.0.0.2");
+  EXPECT_EQ(answered(stranger, 5), 0u);
+  EXPECT_EQ(answered(peer, 3), 3u);
+  const ResponderStats s = r->stats();
+  EXPECT_EQ(s.not_in_plan, 5u);
+  EXPECT_EQ(s.replied, 3u);
+  EXPECT_EQ(s.received, 8u);
+  EXPECT_EQ(s.flows, 1u);  // a refused probe makes no state
+  // Malformed datagrams are malformed whoever sends them.
+  stranger.send(std::vector<uint8_t>{1, 2, 3});
+  EXPECT_TRUE(stranger.recvAll(200).empty());
+  EXPECT_EQ(r->stats().malformed, 1u);
+  EXPECT_EQ(r->stats().not_in_plan, 5u);
+  // Back to everyone (a plan without a list).
+  r->allowEveryone();
+  EXPECT_EQ(answered(stranger, 2), 2u);
+}
+
+TEST(Responder, KeepsTheReplacedListsSourcesForTheGracePeriodOnly) {
+  auto r = startOrDie(loopbackOptions());
+  ASSERT_NE(r, nullptr);
+  r->allowOnly({"127.0.0.2", "127.0.0.3"}, 2);
+  Client gone(r->port(), "127.0.0.2");  // in the old list, not in the new
+  Client kept(r->port(), "127.0.0.3");  // in both
+  Client added(r->port(), "127.0.0.4");
+  Client stranger(r->port(), "127.0.0.5");
+  EXPECT_EQ(answered(added, 2), 0u);
+  // The re-plan: 127.0.0.2 keeps its replies for the grace period.
+  const auto replanned = std::chrono::steady_clock::now();
+  r->allowOnly({"127.0.0.3", "127.0.0.4"}, 2);
+  EXPECT_EQ(r->stats().allowed, 3u);
+  EXPECT_EQ(answered(gone, 3), 3u);
+  EXPECT_EQ(answered(kept, 3), 3u);
+  EXPECT_EQ(answered(added, 3), 3u);
+  EXPECT_EQ(answered(stranger, 3), 0u);
+  ASSERT_LT(std::chrono::steady_clock::now() - replanned, std::chrono::milliseconds(2000))
+      << "the machine is too slow for this test's grace period";
+  std::this_thread::sleep_until(replanned + std::chrono::milliseconds(2100));
+  // After it, only the new list.
+  EXPECT_EQ(r->stats().allowed, 2u);
+  EXPECT_EQ(answered(gone, 3), 0u);
+  EXPECT_EQ(answered(kept, 3), 3u);
+  EXPECT_EQ(answered(added, 3), 3u);
+  EXPECT_EQ(r->stats().not_in_plan, 2u + 3u + 3u);
+}
+
+TEST(Responder, AnsweredEveryoneThenAListKeepsEveryoneForTheGracePeriod) {
+  auto r = startOrDie(loopbackOptions());
+  ASSERT_NE(r, nullptr);
+  r->allowEveryone();  // a plan without a list (an older analyzer)
+  Client stranger(r->port(), "127.0.0.5");
+  EXPECT_EQ(answered(stranger, 2), 2u);
+  r->allowOnly({"127.0.0.2"}, 0.5);  // the analyzer upgraded
+  EXPECT_TRUE(r->stats().everyone);
+  EXPECT_EQ(answered(stranger, 2), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_FALSE(r->stats().everyone);
+  EXPECT_EQ(answered(stranger, 2), 0u);
+  EXPECT_EQ(r->stats().not_in_plan, 2u);
+}
+
+TEST(Responder, GlobalRateLimitHoldsAcrossManySources) {
+  ResponderOptions o = loopbackOptions();
+  o.rate_per_source = 1e6;  // no source is over its own rate
+  o.burst_per_source = 1e6;
+  o.global_rate = 200;
+  o.global_burst = 20;
+  auto r = startOrDie(o);
+  ASSERT_NE(r, nullptr);
+  std::vector<std::unique_ptr<Client>> sources;
+  for (int i = 1; i <= 100; ++i) {
+    const std::string addr = "127.0.1." + std::to_string(i);
+    sources.push_back(std::make_unique<Client>(r->port(), addr.c_str()));
+  }
+  // Rounds of one probe per source, each read by the responder before the
+  // next (so no socket buffer overflows).
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t round = 0; round < 10; ++round) {
+    for (auto& c : sources) c->send(probe(1, round));
+    while (r->stats().received < 100 * (round + 1) &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t replies = 0;
+  for (auto& c : sources) replies += c->recvAll(5).size();
+  const ResponderStats s = r->stats();
+  EXPECT_EQ(s.received, 1000u);
+  EXPECT_EQ(s.replied, replies);
+  EXPECT_EQ(s.replied + s.global_rate_limited, 1000u);
+  EXPECT_EQ(s.rate_limited, 0u);
+  EXPECT_GE(replies, 20u);
+  // The burst, then the rate, over the time the responder took to read them.
+  EXPECT_LE(static_cast<double>(replies), 20 + 200 * elapsed + 1) << elapsed;
+  // The limit is the plan's to change.
+  r->setGlobalRate(1e6, 1e6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(answered(*sources[0], 5, 2), 5u);
 }
 
 }  // namespace

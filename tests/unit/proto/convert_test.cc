@@ -4,6 +4,9 @@
 
 #include "proto/convert.h"
 
+#include <cmath>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "topology/ecmp.h"
@@ -150,6 +153,89 @@ TEST_F(ConvertTest, AgentPlanHasTheNodesFlowsAndPorts) {
   }
   ASSERT_EQ(ap.monitored_ports_size(), 1);
   EXPECT_EQ(ap.monitored_ports(0), "host3:eth0");
+}
+
+// Who probes `node`, worked out from every agent's served plan: the
+// source addresses of the flows towards its ports, and their rate.
+std::pair<std::set<std::string>, double> probedBy(const topology::Topology& topo,
+                                                  const std::vector<v1::AgentPlan>& plans,
+                                                  topology::NodeId node) {
+  std::set<std::string> addrs;
+  double rate = 0;
+  for (const v1::AgentPlan& p : plans) {
+    for (const v1::ProbeFlow& f : p.flows()) {
+      if (topo.port(*topo.findPort(f.dst())).node != node) continue;
+      addrs.insert(f.src_addr());
+      rate += p.probes_per_second_per_flow();
+    }
+  }
+  return {addrs, rate};
+}
+
+TEST_F(ConvertTest, AgentPlanNamesEverySourceThatProbesItAndNoOther) {
+  planner::Plan plan = planner::makePlan(topo_, {}, {}, 1);
+  const std::vector<Inbound> inbound = inboundByNode(topo_, plan);
+  std::vector<topology::NodeId> hosts;
+  std::vector<v1::AgentPlan> plans;
+  for (topology::NodeId n = 0; n < topo_.nodeCount(); ++n) {
+    if (topo_.node(n).role != topology::Role::kHost) continue;
+    hosts.push_back(n);
+    plans.push_back(agentPlan(topo_, plan, n, 7601, 26, &inbound[n]));
+    // The same without the index.
+    EXPECT_EQ(agentPlan(topo_, plan, n, 7601, 26).SerializeAsString(),
+              plans.back().SerializeAsString());
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const auto [want, rate] = probedBy(topo_, plans, hosts[i]);
+    const v1::AgentPlan& p = plans[i];
+    EXPECT_TRUE(p.probed_by_known());
+    ASSERT_GT(p.probed_by_addrs_size(), 0) << topo_.node(hosts[i]).name;
+    const std::vector<std::string> got(p.probed_by_addrs().begin(), p.probed_by_addrs().end());
+    EXPECT_EQ(got, std::vector<std::string>(want.begin(), want.end()));  // sorted, unique
+    EXPECT_NEAR(p.inbound_probes_per_second(), rate, 1e-9);
+    EXPECT_EQ(
+        inbound[hosts[i]].flows,
+        static_cast<size_t>(std::llround(rate / plan.ports.front().probes_per_second_per_flow)));
+    for (const std::string& a : got) EXPECT_EQ(a.find('/'), std::string::npos);
+    total += inbound[hosts[i]].flows;
+  }
+  EXPECT_EQ(total, plan.flowCount());  // every flow targets a host
+  // Switches are probed by no one, and their plans say so.
+  const v1::AgentPlan leaf = agentPlan(topo_, plan, *topo_.findNode("leaf1"), 7601, 26);
+  EXPECT_TRUE(leaf.probed_by_known());
+  EXPECT_EQ(leaf.probed_by_addrs_size(), 0);
+  EXPECT_EQ(leaf.inbound_probes_per_second(), 0);
+}
+
+TEST_F(ConvertTest, AgentPlanCarriesNoListWhenASourceHasNoAddress) {
+  planner::Plan plan = planner::makePlan(topo_, {}, {}, 1);
+  // host1's flows target some hosts; without its address their lists
+  // cannot name it, so they carry none (answer everyone) rather than
+  // refuse host1's probes.
+  const topology::PortId h1 = *topo_.findPort("host1:eth0");
+  topo_.mutablePort(h1).addr.clear();
+  std::set<topology::NodeId> targets;
+  for (const planner::PortPlan& pp : plan.ports) {
+    if (pp.src != h1) continue;
+    for (const planner::Flow& f : pp.flows) targets.insert(topo_.port(f.dst).node);
+  }
+  ASSERT_FALSE(targets.empty());
+  const std::vector<Inbound> inbound = inboundByNode(topo_, plan);
+  for (topology::NodeId n = 0; n < topo_.nodeCount(); ++n) {
+    if (topo_.node(n).role != topology::Role::kHost) continue;
+    const v1::AgentPlan p = agentPlan(topo_, plan, n, 7601, 26, &inbound[n]);
+    if (n == topo_.port(h1).node) {
+      // Nobody can probe a port without address: known, and nobody.
+      EXPECT_TRUE(p.probed_by_known());
+      EXPECT_EQ(p.probed_by_addrs_size(), 0);
+      EXPECT_EQ(p.inbound_probes_per_second(), 0);
+      continue;
+    }
+    EXPECT_EQ(p.probed_by_known(), targets.count(n) == 0) << topo_.node(n).name;
+    EXPECT_EQ(p.probed_by_addrs_size() == 0, targets.count(n) == 1) << topo_.node(n).name;
+    EXPECT_GT(p.inbound_probes_per_second(), 0);
+  }
 }
 
 }  // namespace
