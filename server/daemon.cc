@@ -28,8 +28,8 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
 
   // HTTP first: /healthz answers and /readyz says 503 until agents can connect.
   Daemon* self = d.get();
-  d->http_ = std::make_unique<HttpApi>(*d->analyzer_, d->registry_,
-                                       [self] { return self->ready_.load(); });
+  d->http_ = std::make_unique<HttpApi>(
+      *d->analyzer_, d->registry_, [self] { return self->ready_.load(); }, o.http);
   if (std::string err = d->http_->start(o.web_listen); !err.empty()) {
     *error = err;
     return nullptr;

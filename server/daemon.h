@@ -26,6 +26,7 @@ namespace netdiag::server {
 struct DaemonOptions {
   GrpcListenOptions grpc;                     // agents
   std::string web_listen = "127.0.0.1:9600";  // HTTP API and /metrics
+  HttpLimits http;                            // its bounds (docs/operations.md, Bounds)
   LiveOptions live;
   double delay_s = 2;             // the engine runs this far behind the wall clock
   double tick_s = 1;              // live clock period

@@ -1,15 +1,294 @@
 #include "server/http_api.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <string_view>
+#include <vector>
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <prometheus/text_serializer.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace netdiag::server {
 namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+SteadyClock::time_point after(double seconds) {
+  return SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                  std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
+// Set on the thread that answers connections beyond the bound.
+thread_local bool t_shedding = false;
+
+// cpp-httplib's task queue, bounded: at most `max_workers` threads, started
+// as connections need them, each serving one connection at a time. A
+// connection that would have to wait for a worker goes to one more thread
+// that only answers it 503 and closes it (t_shedding), so connections never
+// queue behind slow ones and the listener never blocks.
+class BoundedPool final : public httplib::TaskQueue {
+ public:
+  explicit BoundedPool(size_t max_workers) : max_workers_(std::max<size_t>(1, max_workers)) {
+    shedder_ = std::thread([this] { shedLoop(); });
+  }
+  ~BoundedPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard lk(mu_);
+      if (idle_ > jobs_.size()) {
+        jobs_.push_back(std::move(fn));
+      } else if (workers_.size() < max_workers_) {
+        jobs_.push_back(std::move(fn));
+        workers_.emplace_back([this] { workLoop(); });
+      } else {
+        shed_.push_back(std::move(fn));
+      }
+    }
+    cv_.notify_all();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lk(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    shedder_.join();
+  }
+
+ private:
+  void workLoop() {
+    std::unique_lock lk(mu_);
+    while (true) {
+      ++idle_;
+      cv_.wait(lk, [&] { return stopped_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // stopped, nothing left
+      std::function<void()> fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      lk.unlock();
+      fn();
+      lk.lock();
+    }
+  }
+  void shedLoop() {
+    t_shedding = true;
+    std::unique_lock lk(mu_);
+    while (true) {
+      cv_.wait(lk, [&] { return stopped_ || !shed_.empty(); });
+      if (shed_.empty()) return;
+      std::function<void()> fn = std::move(shed_.front());
+      shed_.pop_front();
+      lk.unlock();
+      fn();
+      lk.lock();
+    }
+  }
+
+  const size_t max_workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_, shed_;
+  std::vector<std::thread> workers_;
+  std::thread shedder_;
+  size_t idle_ = 0;
+  bool stopped_ = false;
+};
+
+// One connection's socket as cpp-httplib's Stream, with the deadlines
+// cpp-httplib lacks: each request must arrive within request_timeout_s of
+// its first byte and within max_request_bytes, and its response must be
+// taken within response_timeout_s. Waits are poll(2) in short slices that
+// also end when the server stops.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int sock, const HttpLimits& limits, std::function<bool()> stopping)
+      : sock_(sock), limits_(limits), stopping_(std::move(stopping)) {}
+
+  // Waits up to keep_alive_timeout_s for the next request; then its clocks start.
+  bool nextRequest() {
+    if (len_ == pos_ && !wait(POLLIN, after(limits_.keep_alive_timeout_s))) return false;
+    deadline_ = after(limits_.request_timeout_s);
+    writing_ = false;
+    request_bytes_ = 0;
+    return true;
+  }
+
+  bool is_readable() const override {
+    return pos_ < len_ || wait(POLLIN, std::min(after(limits_.read_timeout_s), deadline_));
+  }
+  bool is_writable() const override {
+    return wait(POLLOUT, std::min(after(limits_.write_timeout_s), deadline_));
+  }
+
+  // A read or write failed by a bound (or the client): the connection ends
+  // after this request, whatever cpp-httplib makes of it.
+  bool failed() const { return failed_; }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (pos_ == len_) {
+      if (request_bytes_ >= limits_.max_request_bytes ||
+          !wait(POLLIN, std::min(after(limits_.read_timeout_s), deadline_))) {
+        failed_ = true;
+        return -1;
+      }
+      const size_t want = std::min(sizeof buf_, limits_.max_request_bytes - request_bytes_);
+      ssize_t n;
+      do {
+        n = ::recv(sock_, buf_, want, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) {
+        failed_ = true;
+        return n;
+      }
+      pos_ = 0;
+      len_ = static_cast<size_t>(n);
+      request_bytes_ += len_;
+    }
+    const size_t n = std::min(size, len_ - pos_);
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!writing_) {  // the request is in: the response has its own deadline
+      writing_ = true;
+      deadline_ = after(limits_.response_timeout_s);
+    }
+    ssize_t n = -1;
+    if (is_writable()) {
+      do {
+        n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+      } while (n < 0 && errno == EINTR);
+    }
+    if (n < 0) failed_ = true;
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  bool wait(short events, SteadyClock::time_point until) const {
+    while (true) {
+      if (stopping_()) return false;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - SteadyClock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{sock_, events, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+      if (r > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+      if (r < 0 && errno != EINTR) return false;
+    }
+  }
+  template <typename Fn>
+  void address(Fn fn, std::string& ip, int& port) const {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ip.clear();
+    port = -1;
+    if (fn(sock_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (ss.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+      port = ntohs(a->sin6_port);
+    }
+    ip = text;
+  }
+
+  const int sock_;
+  const HttpLimits& limits_;
+  std::function<bool()> stopping_;
+  SteadyClock::time_point deadline_ = SteadyClock::now();
+  bool writing_ = false;
+  bool failed_ = false;
+  size_t request_bytes_ = 0;
+  char buf_[4096];
+  size_t pos_ = 0, len_ = 0;
+};
+
+constexpr int kListenBacklog = 512;
+
+constexpr char kOverloaded[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    "Content-Length: 74\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+    "{\"error\": \"too many HTTP connections at once (netdiag analyzer's bound)\"}\n";
+
+// cpp-httplib's Server with its per-connection loop replaced (the virtual
+// process_and_close_socket): the bounded pool, deadlines and byte limits of
+// ConnectionStream, and the keep-alive bounds.
+class BoundedServer final : public httplib::Server {
+ public:
+  explicit BoundedServer(const HttpLimits& limits) : limits_(limits) {
+    new_task_queue = [this] { return new BoundedPool(limits_.max_connections); };
+    set_payload_max_length(limits_.max_request_bytes);
+    set_keep_alive_max_count(std::max<size_t>(1, limits_.keep_alive_max_requests));
+    set_keep_alive_timeout(static_cast<time_t>(std::ceil(limits_.keep_alive_timeout_s)));
+    set_read_timeout(std::chrono::duration<double>(limits_.read_timeout_s));
+    set_write_timeout(std::chrono::duration<double>(limits_.write_timeout_s));
+  }
+
+  // cpp-httplib listens with a backlog of 5, so a burst of connections
+  // (even a few dozen) has SYNs dropped and clients retrying after 1 s.
+  // Linux takes a second listen() on the bound socket as a new backlog.
+  void widenBacklog() {
+    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, kListenBacklog);
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    bool ok = false;
+    if (t_shedding) {
+      static_assert(sizeof kOverloaded - 1 - std::string_view(kOverloaded).find("\r\n\r\n") - 4 ==
+                    74);
+      (void)::send(sock, kOverloaded, sizeof kOverloaded - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      // Take what the client already sent, without waiting, so that closing
+      // does not reset the connection before it reads the 503.
+      ::shutdown(sock, SHUT_WR);
+      char sink[4096];
+      for (int i = 0; i < 16 && ::recv(sock, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
+      }
+    } else {
+      ConnectionStream strm(sock, limits_, [this] { return svr_sock_ == INVALID_SOCKET; });
+      const size_t max_requests = std::max<size_t>(1, limits_.keep_alive_max_requests);
+      for (size_t n = 0; n < max_requests && strm.nextRequest(); ++n) {
+        bool closed = false;
+        ok = process_request(strm, n + 1 == max_requests, closed, nullptr);
+        if (!ok || closed || strm.failed()) break;
+      }
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+
+  const HttpLimits limits_;
+};
 
 constexpr const char* kJson = "application/json";
 
@@ -74,11 +353,12 @@ bool splitHostPort(const std::string& address, std::string& host, int& port) {
 }
 
 HttpApi::HttpApi(LiveAnalyzer& analyzer, std::shared_ptr<prometheus::Registry> registry,
-                 std::function<bool()> ready)
+                 std::function<bool()> ready, HttpLimits limits)
     : analyzer_(analyzer),
       registry_(std::move(registry)),
       ready_(std::move(ready)),
-      server_(std::make_unique<httplib::Server>()) {
+      limits_(limits),
+      server_(std::make_unique<BoundedServer>(limits_)) {
   routes();
 }
 
@@ -86,6 +366,15 @@ HttpApi::~HttpApi() { stop(); }
 
 void HttpApi::routes() {
   httplib::Server& s = *server_;
+  // No byte ranges: cpp-httplib answers "Range: bytes=0-,0-,..." with one
+  // copy of the body per range (a 7.9 KB header made /metrics 56 MB), so
+  // every response is the whole body with 200. The parsed ranges are
+  // dropped before routing; `req` is the server's own non-const Request.
+  s.set_default_headers({{"Accept-Ranges", "none"}});
+  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    const_cast<httplib::Request&>(req).ranges.clear();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   s.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(kLanding, "text/html; charset=utf-8");
   });
@@ -98,9 +387,21 @@ void HttpApi::routes() {
     res.set_content(ok ? "ready\n" : "not ready\n", "text/plain");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    prometheus::TextSerializer serializer;
-    res.set_content(registry_ ? serializer.Serialize(registry_->Collect()) : std::string(),
-                    "text/plain; version=0.0.4; charset=utf-8");
+    std::string body;
+    {
+      // One at a time: concurrent scrapes do not multiply the memory of
+      // building the body.
+      std::lock_guard lk(metrics_mu_);
+      if (registry_) body = prometheus::TextSerializer().Serialize(registry_->Collect());
+    }
+    if (body.size() > limits_.max_metrics_bytes) {
+      return sendError(res, 503,
+                       "/metrics would be " + std::to_string(body.size()) +
+                           " bytes, more than the analyzer's bound of " +
+                           std::to_string(limits_.max_metrics_bytes) +
+                           " (docs/operations.md, Bounds)");
+    }
+    res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Get("/api/v1/locate", [this](const httplib::Request&, httplib::Response& res) {
     sendJson(res, analyzer_.locate());
@@ -177,6 +478,7 @@ std::string HttpApi::start(const std::string& address) {
     }
     port_ = port;
   }
+  static_cast<BoundedServer&>(*server_).widenBacklog();
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // stop() before the accept loop runs would be lost (httplib only stops a
   // running server) and join() would then wait forever.

@@ -4,11 +4,25 @@
 // docs/architecture.md ("The live pipeline"), /metrics in the Prometheus
 // text format, /healthz, /readyz and a small landing page at /.
 //
+// Bounds (docs/operations.md, "Bounds"): connections are served by at most
+// `max_connections` threads, one each; a connection beyond that is answered
+// 503 at once and closed, so the accept loop never waits. Every request must
+// arrive whole within `request_timeout_s` of its first byte and its response
+// be taken within `response_timeout_s` (cpp-httplib itself only bounds each
+// single read, so a client that sends a byte every few seconds would hold a
+// worker forever), with at most `max_request_bytes` of request line, headers
+// and body. Range headers are ignored (every response is the whole body,
+// `Accept-Ranges: none`): cpp-httplib would otherwise answer a multi-range
+// request with one copy of the body per range. /metrics answers 503 with a
+// JSON error instead of a body larger than `max_metrics_bytes`.
+//
 // Thread-safety: the server answers on its own threads; everything it reads
 // is thread-safe (LiveAnalyzer, the registry's Collect()).
 
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -22,11 +36,23 @@ class Server;
 
 namespace netdiag::server {
 
+struct HttpLimits {
+  size_t max_connections = 128;         // served at once, a thread each; beyond: 503, closed
+  double keep_alive_timeout_s = 5;      // idle wait for a connection's next request
+  size_t keep_alive_max_requests = 16;  // requests per connection, then it is closed
+  double read_timeout_s = 5;            // longest wait for the client's next bytes
+  double write_timeout_s = 5;           // longest wait for the client to take more bytes
+  double request_timeout_s = 10;        // a request, from its first byte until read whole
+  double response_timeout_s = 30;       // its response, from the first byte until written
+  size_t max_request_bytes = 64 << 10;  // request line + headers + body
+  size_t max_metrics_bytes = 64 << 20;  // a larger /metrics body is refused (503)
+};
+
 class HttpApi {
  public:
   // `ready` says whether /readyz answers 200 (topology loaded, gRPC up).
   HttpApi(LiveAnalyzer& analyzer, std::shared_ptr<prometheus::Registry> registry,
-          std::function<bool()> ready);
+          std::function<bool()> ready, HttpLimits limits = {});
   ~HttpApi();  // stop()
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
@@ -43,6 +69,8 @@ class HttpApi {
   LiveAnalyzer& analyzer_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::function<bool()> ready_;
+  const HttpLimits limits_;
+  std::mutex metrics_mu_;  // one /metrics serialization at a time
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <random>
@@ -15,6 +16,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "collector/uplink.h"
@@ -614,6 +618,172 @@ TEST(Daemon, HttpApi) {
   r = c.Get("/metrics");
   EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
   EXPECT_NE(r->body.find("# TYPE"), std::string::npos);
+}
+
+// ---- HTTP bounds (issue #15, item 4) ----------------------------------------
+
+// A raw TCP connection to the daemon's HTTP port, for clients that
+// misbehave the way httplib::Client cannot.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~RawConnection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  bool ok() const { return ok_; }
+  bool send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // True when the server closed (or reset) the connection; reads and
+  // discards whatever it sent before. Waits up to `limit`.
+  bool closedByServer(std::chrono::milliseconds limit, std::string* got = nullptr) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+      if (got) got->append(buf, static_cast<size_t>(n));
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+// Issue #15 finding 7: eight connections that send part of a request and
+// stall took all eight of cpp-httplib's workers, each for its 5 s read
+// timeout and then the next eight, so /readyz stopped answering. Now each
+// connection has its own worker up to a bound far above that.
+TEST(HttpBounds, StalledConnectionsDoNotStarveReadyz) {
+  RunningDaemon d;
+  d.start();
+  std::vector<std::unique_ptr<RawConnection>> stalled;
+  for (int i = 0; i < 64; ++i) {
+    stalled.push_back(std::make_unique<RawConnection>(d.daemon->httpPort()));
+    ASSERT_TRUE(stalled.back()->ok());
+    ASSERT_TRUE(stalled.back()->send("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Partial: "));
+  }
+  auto c = d.http();  // read timeout 10 s
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = c.Get("/readyz");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r) << "/readyz did not answer behind 64 stalled connections: " << r.error();
+  EXPECT_EQ(r->status, 200);
+  std::cout << "/readyz answered in " << took << " s behind 64 stalled connections\n";
+  // ...while they were still open, waiting for the rest of their requests.
+  size_t open = 0;
+  for (auto& s : stalled) open += s->closedByServer(0ms) ? 0 : 1;
+  EXPECT_GT(open, 0u);
+}
+
+// A client that keeps sending a header byte now and then used to hold a
+// worker forever (cpp-httplib bounds only each wait, not the request).
+TEST(HttpBounds, ADribblingClientIsCutOffByTheRequestDeadline) {
+  RunningDaemon d;
+  d.tweak = [](DaemonOptions& o) { o.http.request_timeout_s = 1; };
+  d.start();
+  RawConnection slow(d.daemon->httpPort());
+  ASSERT_TRUE(slow.ok());
+  ASSERT_TRUE(slow.send("GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+  bool closed = false;
+  std::string got;
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (!closed && std::chrono::steady_clock::now() < end) {
+    closed = !slow.send("X-Slow: y\r\n") || slow.closedByServer(200ms, &got);
+  }
+  EXPECT_TRUE(closed) << "a request dribbled for 30 s was never cut off";
+  EXPECT_EQ(got.find("200 OK"), std::string::npos) << got;
+  auto r = d.http().Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpBounds, ConnectionsBeyondTheBoundAreAnswered503AtOnce) {
+  RunningDaemon d;
+  d.tweak = [](DaemonOptions& o) { o.http.max_connections = 4; };
+  d.start();
+  std::vector<std::unique_ptr<RawConnection>> stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.push_back(std::make_unique<RawConnection>(d.daemon->httpPort()));
+    ASSERT_TRUE(stalled.back()->send("GET /metrics HTTP/1.1\r\n"));
+  }
+  // The fifth is refused without waiting for a worker (the stalled ones
+  // hold theirs for the 10 s request deadline).
+  ASSERT_TRUE(waitFor([&] {
+    auto r = d.http().Get("/readyz");
+    return r && r->status == 503 && r->body.find("too many HTTP connections") != std::string::npos;
+  }));
+  stalled.clear();
+  ASSERT_TRUE(waitFor([&] {
+    auto r = d.http().Get("/readyz");
+    return r && r->status == 200;
+  })) << "workers come back once the stalled connections go";
+}
+
+// Issue #15 finding 7: a 7.9 KB header of ranges "0-,0-,..." made /metrics
+// answer 56 MB, one copy of the body per range. Ranges are ignored now.
+TEST(HttpBounds, RangeHeadersNeverMultiplyTheBody) {
+  RunningDaemon d;
+  d.start();
+  auto c = d.http();
+  ASSERT_TRUE(waitFor([&] {
+    auto m = c.Get("/metrics");
+    return m && m->body.find("netdiag_ingest_batches_total") != std::string::npos;
+  }));
+  auto plain = c.Get("/metrics");
+  ASSERT_TRUE(plain);
+  std::string many = "bytes=0-";
+  while (many.size() < 7900) many += ",0-";
+  for (const char* path : {"/metrics", "/api/v1/locate", "/", "/no-such-page"}) {
+    for (const std::string& range : {many, std::string("bytes=0-9")}) {
+      auto r = c.Get(path, {{"Range", range}});
+      ASSERT_TRUE(r) << path;
+      EXPECT_NE(r->status, 206) << path;
+      EXPECT_EQ(r->get_header_value("Content-Type").find("multipart"), std::string::npos) << path;
+      EXPECT_EQ(r->get_header_value("Accept-Ranges"), "none") << path;
+      if (std::string(path) == "/metrics") {
+        EXPECT_EQ(r->status, 200);
+        EXPECT_LT(r->body.size(), 2 * plain->body.size() + 4096) << "the body was multiplied";
+        EXPECT_GT(r->body.size(), 10u) << "a range was applied";
+      }
+    }
+  }
+}
+
+TEST(HttpBounds, RequestsAndTheMetricsBodyAreBounded) {
+  RunningDaemon d;
+  d.tweak = [](DaemonOptions& o) { o.http.max_metrics_bytes = 100; };
+  d.start();
+  auto c = d.http();
+  // 100 KB of headers, every line under cpp-httplib's own 8 KB line limit.
+  httplib::Headers big;
+  for (int i = 0; i < 25; ++i) big.emplace("X-Big-" + std::to_string(i), std::string(4000, 'a'));
+  auto r = c.Get("/healthz", big);
+  EXPECT_TRUE(!r || r->status >= 400) << "100 KB of headers accepted";
+  r = c.Post("/healthz", std::string(1 << 20, 'b'), "text/plain");
+  EXPECT_TRUE(!r || r->status >= 400) << "a 1 MiB body accepted";
+  // /metrics over its bound: refused with the reason, not sent.
+  r = c.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("bound of 100"), std::string::npos) << r->body;
+  r = c.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
 }
 
 TEST(Daemon, StartFailuresAreNamed) {
