@@ -42,6 +42,8 @@ struct AnalyzerOptions {
   bool insecure = false;
   std::string collectors;  // --collectors FILE
   size_t accept_sim_agents = 0;
+  int grpc_max_threads = server::GrpcListenOptions{}.max_threads;
+  size_t grpc_memory_quota_mib = server::GrpcListenOptions{}.memory_quota_bytes >> 20;
 };
 
 int runAnalyzer(const AnalyzerOptions& o) {
@@ -101,6 +103,8 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.grpc.tls_key = o.tls_key;
   d.grpc.tls_ca = o.tls_ca;
   d.grpc.insecure = o.insecure;
+  d.grpc.max_threads = o.grpc_max_threads;
+  d.grpc.memory_quota_bytes = o.grpc_memory_quota_mib << 20;
   d.live.collectors = std::move(collectors);
   d.live.accept_sim_agents = o.accept_sim_agents;
   d.web_listen = o.web_listen;
@@ -234,6 +238,15 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "YAML file of collector identities (not topology nodes, e.g. SNMP pollers) and "
                   "the nodes each may send port and LLDP records of (docs/operations.md)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--grpc-max-threads", o->grpc_max_threads,
+                  "Threads of the gRPC server; each agent stream holds one, so this also caps "
+                  "concurrent agents (docs/operations.md, Bounds)")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 1 << 20));
+  cmd->add_option("--grpc-memory-quota", o->grpc_memory_quota_mib,
+                  "MiB of memory gRPC may hold for connections and messages")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{16}, size_t{1} << 20));
   cmd->add_option("--accept-sim-agents", o->accept_sim_agents,
                   "Accept the N grouped synthetic agents sim-0..sim-N-1 of `netdiag simulate "
                   "--live --agents N`, each speaking for its group of nodes (simulations and "

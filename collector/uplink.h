@@ -40,6 +40,11 @@
 
 namespace netdiag::collector {
 
+// The largest serialized batch on the wire: the analyzer's maximum receive
+// message size, and the size the uplink splits larger batches down to
+// (docs/operations.md, Bounds).
+constexpr size_t kMaxBatchBytes = 4 << 20;
+
 struct UplinkOptions {
   std::string analyzer = "127.0.0.1:7600";  // host:port of the analyzer's gRPC listener
   std::string agent;                        // agent id: the node name

@@ -186,11 +186,21 @@ std::unique_ptr<grpc::Server> startGrpcServer(grpc::Service& service, const Grpc
     ssl.pem_key_cert_pairs.push_back(pair);
     creds = grpc::SslServerCredentials(ssl);
   }
+  if (o.max_message_bytes == 0 || o.max_message_bytes > (size_t{1} << 30) ||
+      o.memory_quota_bytes == 0 || o.max_threads < 4) {
+    *error =
+        "gRPC bounds: need 0 < max message <= 1 GiB, a memory quota > 0 and at least 4 threads";
+    return nullptr;
+  }
   grpc::ServerBuilder builder;
   *port = 0;
   builder.AddListeningPort(o.address, creds, port);
   builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_bytes));
+  grpc::ResourceQuota quota("netdiag-analyzer");
+  quota.Resize(o.memory_quota_bytes);
+  quota.SetMaxThreads(o.max_threads);
+  builder.SetResourceQuota(quota);
   // Agents ping idle streams to notice a dead analyzer; allow it.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

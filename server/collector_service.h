@@ -58,6 +58,15 @@ struct GrpcListenOptions {
   // Plaintext or server-only TLS on a listen address that is not loopback
   // leaves agents unauthenticated: refused unless this is set (--insecure).
   bool insecure = false;
+  // Bounds (docs/operations.md, Bounds). A larger message ends its stream
+  // with RESOURCE_EXHAUSTED (agents split batches below it). gRPC's memory
+  // for connections and messages is held within the quota; each stream
+  // holds a server thread (the synchronous API), so max_threads also caps
+  // concurrent streams: one beyond it is refused with RESOURCE_EXHAUSTED
+  // and its agent retries after its backoff.
+  size_t max_message_bytes = 4 << 20;  // = collector::kMaxBatchBytes
+  size_t memory_quota_bytes = size_t{1} << 30;
+  int max_threads = 4096;
 };
 
 // True for a HOST that only this machine reaches: localhost, 127.0.0.0/8,

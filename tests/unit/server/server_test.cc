@@ -786,6 +786,99 @@ TEST(HttpBounds, RequestsAndTheMetricsBodyAreBounded) {
   EXPECT_EQ(r->status, 200);
 }
 
+// ---- gRPC bounds (issue #15, item 4) ----------------------------------------
+
+size_t threadsOfThisProcess() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Issue #15 finding 7: 64 MiB messages were accepted (four concurrent 60 MiB
+// batches peaked at 1.8 GiB). The bound is the one agents split batches to.
+TEST(GrpcBounds, AMessageOverTheBoundEndsItsStreamAndTheAnalyzerLives) {
+  EXPECT_EQ(GrpcListenOptions{}.max_message_bytes, collector::kMaxBatchBytes);
+  RunningDaemon d;
+  d.start();
+  auto channel = grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Collector::NewStub(channel);
+  v1::Batch big;
+  big.set_agent(prober(d.topo));
+  big.set_epoch(5);
+  big.set_seq(1);
+  while (big.ByteSizeLong() <= collector::kMaxBatchBytes + 1024) {
+    for (int i = 0; i < 1000; ++i) *big.add_probes() = validProbe(d.topo, wallNow());
+  }
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub->Stream(&ctx);
+    stream->Write(big);
+    v1::Ack ack;
+    EXPECT_FALSE(stream->Read(&ack)) << "a batch over the bound was acknowledged";
+    grpc::Status st = stream->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  }
+  v1::Batch small;
+  small.set_agent(prober(d.topo));
+  small.set_epoch(5);
+  small.set_seq(2);
+  *small.add_probes() = validProbe(d.topo, wallNow());
+  grpc::ClientContext ctx;
+  auto stream = stub->Stream(&ctx);
+  ASSERT_TRUE(stream->Write(small));
+  v1::Ack ack;
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.seq(), 2u);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(d.daemon->analyzer().counters().probes, 1u);
+}
+
+// One thread per stream, with no cap: now the quota's threads bound them, and
+// a stream beyond it is refused instead of costing another thread.
+TEST(GrpcBounds, TheThreadQuotaBoundsConcurrentStreams) {
+  RunningDaemon d;
+  d.tweak = [](DaemonOptions& o) { o.grpc.max_threads = 8; };
+  d.start();
+  const size_t before = threadsOfThisProcess();
+  auto channel = grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Collector::NewStub(channel);
+  struct Open {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::Batch, v1::Ack>> stream;
+  };
+  std::vector<std::unique_ptr<Open>> open;
+  size_t refused = 0, acked = 0;
+  for (int i = 0; i < 32; ++i) {
+    auto o = std::make_unique<Open>();
+    o->ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    o->stream = stub->Stream(&o->ctx);
+    v1::Batch b;
+    b.set_agent(prober(d.topo));
+    b.set_epoch(9);
+    b.set_seq(static_cast<uint64_t>(i + 1));
+    v1::Ack ack;
+    if (o->stream->Write(b) && o->stream->Read(&ack)) {
+      ++acked;
+      open.push_back(std::move(o));  // held open: it keeps its server thread
+    } else {
+      grpc::Status st = o->stream->Finish();
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+      ++refused;
+    }
+  }
+  const size_t during = threadsOfThisProcess();
+  std::cout << acked << " streams served, " << refused << " refused; threads " << before << " -> "
+            << during << "\n";
+  EXPECT_GT(acked, 0u);
+  EXPECT_GT(refused, 0u) << "32 streams within a quota of 8 threads";
+  EXPECT_LT(during, before + 32) << "a thread per stream";
+  for (auto& o : open) {
+    o->stream->WritesDone();
+    o->stream->Finish();
+  }
+}
+
 TEST(Daemon, StartFailuresAreNamed) {
   topology::Topology topo = smallFabric();
   DaemonOptions o;
