@@ -40,12 +40,12 @@ class MemorySpool final : public Spool {
  public:
   explicit MemorySpool(uint64_t max_bytes) : max_bytes_(max_bytes) {}
 
-  void push(std::string batch) override {
+  bool push(std::string batch) override {
     std::lock_guard lock(mu_);
     const uint64_t size = batch.size();
     if (max_bytes_ > 0 && size > max_bytes_) {
       ++dropped_;  // could never fit: keep the older batches instead
-      return;
+      return false;
     }
     while (max_bytes_ > 0 && !queue_.empty() && bytes_ + size > max_bytes_) {
       bytes_ -= queue_.front().size();
@@ -54,6 +54,7 @@ class MemorySpool final : public Spool {
     }
     bytes_ += size;
     queue_.push_back(std::move(batch));
+    return true;
   }
   std::optional<std::string> peek(size_t i) const override {
     std::lock_guard lock(mu_);
@@ -327,13 +328,13 @@ class DiskSpool final : public Spool {
     return true;
   }
 
-  void push(std::string batch) override {
+  bool push(std::string batch) override {
     std::lock_guard lock(mu_);
     const uint64_t framed = kHeaderBytes + batch.size();
     if (batch.size() > kMaxRecordBytes || framed > max_bytes_) {
       ++dropped_;
       writeHead();
-      return;
+      return false;
     }
     bool dropped_any = false;
     while (!records_.empty() && bytes_ + framed > max_bytes_) {
@@ -341,7 +342,8 @@ class DiskSpool final : public Spool {
       ++dropped_;
       dropped_any = true;
     }
-    if (!append(batch)) {
+    const bool stored = append(batch);
+    if (!stored) {
       ++dropped_;
       dropped_any = true;
     }
@@ -349,6 +351,7 @@ class DiskSpool final : public Spool {
       writeHead();
       releaseSegments();
     }
+    return stored;
   }
 
   std::optional<std::string> peek(size_t i) const override {

@@ -22,7 +22,9 @@ class Spool {
   virtual ~Spool() = default;
 
   // Appends one serialized batch; drops the oldest ones if the bound is hit.
-  virtual void push(std::string batch) = 0;
+  // False when this batch itself was dropped instead (it alone exceeds the
+  // bound, or it could not be written); every drop counts in dropped().
+  virtual bool push(std::string batch) = 0;
   // The i-th oldest batch still held (0 = oldest), nullopt past the end.
   virtual std::optional<std::string> peek(size_t i) const = 0;
   // Removes the n oldest batches (acknowledged).

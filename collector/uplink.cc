@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/grpcpp.h>
 
 namespace netdiag::collector {
@@ -57,6 +58,45 @@ std::shared_ptr<grpc::ChannelCredentials> makeCredentials(const UplinkOptions& o
 
 }  // namespace
 
+std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint64_t* dropped) {
+  v1::Batch head = batch;
+  head.clear_probes();
+  head.clear_ports();
+  head.clear_lldp();
+  head.set_seq(~uint64_t{0});  // room for any seq
+  const size_t head_bytes = head.ByteSizeLong();
+  head.set_seq(batch.seq());
+  std::vector<v1::Batch> parts;
+  size_t used = 0;
+  // Where a record of `size` serialized bytes goes: the last part if it
+  // fits, else a new one; nullptr when it fits in none.
+  auto place = [&](size_t size) -> v1::Batch* {
+    const size_t bytes =
+        1 + google::protobuf::io::CodedOutputStream::VarintSize64(size) + size;  // tag, length
+    if (head_bytes + bytes > max_bytes) {
+      if (dropped) ++*dropped;
+      return nullptr;
+    }
+    if (parts.empty() || used + bytes > max_bytes) {
+      parts.push_back(head);
+      used = head_bytes;
+    }
+    used += bytes;
+    return &parts.back();
+  };
+  for (const v1::Probe& r : batch.probes()) {
+    if (v1::Batch* b = place(r.ByteSizeLong())) *b->add_probes() = r;
+  }
+  for (const v1::PortCounters& r : batch.ports()) {
+    if (v1::Batch* b = place(r.ByteSizeLong())) *b->add_ports() = r;
+  }
+  for (const v1::LldpNeighbor& r : batch.lldp()) {
+    if (v1::Batch* b = place(r.ByteSizeLong())) *b->add_lldp() = r;
+  }
+  if (parts.empty()) parts.push_back(head);
+  return parts;
+}
+
 std::string checkUplinkOptions(const UplinkOptions& options) {
   const std::string& a = options.analyzer;
   auto colon = a.rfind(':');
@@ -71,6 +111,7 @@ std::string checkUplinkOptions(const UplinkOptions& options) {
     return "backoff: need 0 < min <= max";
   }
   if (options.max_in_flight == 0) return "max_in_flight must be at least 1";
+  if (options.max_batch_bytes < 1024) return "max_batch_bytes must be at least 1 KiB";
   std::string error;
   if (!makeCredentials(options, error)) return error;
   return {};
@@ -105,25 +146,41 @@ void Uplink::send(v1::Batch batch) {
     // Pushes happen under mu_ so that drops by the spool's bound are seen
     // by the bookkeeping before anything else touches the spool.
     std::lock_guard lk(mu_);
-    batch.set_seq(++seq_);
-    std::string bytes = batch.SerializeAsString();
-    syncDropsLocked();
-    const uint64_t d0 = spool_.dropped();
-    spool_.push(bytes);
-    const uint64_t d1 = spool_.dropped();
-    if (d1 > d0) {
-      // The bound dropped the oldest batches (the sent ones first), or this
-      // batch itself when it could never fit (or could not be written):
-      // only the former shift the spool under the batches in flight.
-      size_t held = spool_.batches();
-      std::optional<std::string> newest = held > 0 ? spool_.peek(held - 1) : std::nullopt;
-      uint64_t front = (newest && *newest == bytes) ? d1 - d0 : d1 - d0 - 1;
-      uint64_t k = std::min<uint64_t>(front, inflight_.size());
-      inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<std::ptrdiff_t>(k));
-      dropped_seen_ = d1;
+    if (batch.ByteSizeLong() <= options_.max_batch_bytes) {
+      batch.set_seq(++seq_);
+      pushLocked(batch.SerializeAsString());
+    } else {
+      ++stats_.split;
+      for (v1::Batch& part :
+           splitBatch(batch, options_.max_batch_bytes, &stats_.oversized_records)) {
+        part.set_seq(++seq_);
+        pushLocked(part.SerializeAsString());
+      }
     }
   }
   cv_.notify_all();
+}
+
+void Uplink::pushLocked(const std::string& bytes) {
+  syncDropsLocked();
+  const uint64_t d0 = spool_.dropped();
+  const bool stored = spool_.push(bytes);
+  const uint64_t d1 = spool_.dropped();
+  if (d1 > d0) {
+    // The bound dropped the oldest batches (the sent ones first), and this
+    // one too when it was not stored: only the former shift the spool under
+    // the batches in flight.
+    eraseInflightFrontLocked(d1 - d0 - (stored ? 0 : 1));
+    dropped_seen_ = d1;
+  }
+}
+
+void Uplink::eraseInflightFrontLocked(size_t n) {
+  n = std::min(n, inflight_.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (inflight_[i].split_of) split_seqs_.erase(*inflight_[i].split_of);
+  }
+  inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 UplinkStats Uplink::stats() const {
@@ -158,8 +215,7 @@ void Uplink::syncDropsLocked() {
   uint64_t d = spool_.dropped();
   if (d > dropped_seen_) {
     // The bound drops the oldest batches, which are the sent ones first.
-    uint64_t k = std::min<uint64_t>(d - dropped_seen_, inflight_.size());
-    inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<std::ptrdiff_t>(k));
+    eraseInflightFrontLocked(static_cast<size_t>(d - dropped_seen_));
   }
   dropped_seen_ = d;
 }
@@ -167,12 +223,14 @@ void Uplink::syncDropsLocked() {
 void Uplink::onAckLocked(const v1::Ack& ack) {
   syncDropsLocked();
   for (Key& k : inflight_) {
-    if (!k.acked && k.epoch == ack.epoch() && k.seq == ack.seq()) {
-      k.acked = true;
-      ++stats_.acked;
-      if (ack.duplicate()) ++stats_.duplicates;
-      break;
-    }
+    if (k.acked || k.epoch != ack.epoch()) continue;
+    auto it = std::find(k.pending.begin(), k.pending.end(), ack.seq());
+    if (it == k.pending.end()) continue;
+    k.pending.erase(it);
+    k.acked = k.pending.empty();
+    ++stats_.acked;
+    if (ack.duplicate()) ++stats_.duplicates;
+    break;
   }
   // An ack for a batch the bound dropped meanwhile matches nothing: ignored.
   popAckedLocked();
@@ -183,7 +241,7 @@ void Uplink::popAckedLocked() {
   while (n < inflight_.size() && inflight_[n].acked) ++n;
   if (n > 0) {
     spool_.pop(n);
-    inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<std::ptrdiff_t>(n));
+    eraseInflightFrontLocked(n);
   }
 }
 
@@ -283,19 +341,54 @@ bool Uplink::serve() {
       // Nothing can ever acknowledge an unreadable batch: drop it so it
       // does not hold the spool's front forever.
       last_error_ = "dropped an unreadable batch from the spool";
-      inflight_.push_back({0, 0, true});
+      inflight_.push_back({0, {}, true, std::nullopt});
       popAckedLocked();
       continue;
     }
-    inflight_.push_back({batch.epoch(), batch.seq(), false});
+    Key key{batch.epoch(), {batch.seq()}, false, std::nullopt};
+    std::vector<v1::Batch> parts;
+    if (bytes->size() <= options_.max_batch_bytes) {
+      parts.push_back(std::move(batch));
+    } else {
+      // Too large for the analyzer (it would end the stream and the batch
+      // would come back forever): sent as parts under this start's epoch,
+      // with the same seqs on every resend while it is in the spool.
+      const std::pair<uint64_t, uint64_t> id{batch.epoch(), batch.seq()};
+      uint64_t dropped = 0;
+      parts = splitBatch(batch, options_.max_batch_bytes, &dropped);
+      std::vector<uint64_t>& seqs = split_seqs_[id];
+      if (seqs.size() != parts.size()) {
+        seqs.clear();
+        for (size_t i = 0; i < parts.size(); ++i) seqs.push_back(++seq_);
+        ++stats_.split;
+        stats_.oversized_records += dropped;
+        last_error_ = "a spooled batch " + std::to_string(id.first) + "/" +
+                      std::to_string(id.second) + " of " + std::to_string(bytes->size()) +
+                      " bytes is over the bound of " + std::to_string(options_.max_batch_bytes) +
+                      ": sent as " + std::to_string(parts.size()) + " parts" +
+                      (dropped ? " without " + std::to_string(dropped) + " oversized record(s)"
+                               : std::string());
+      }
+      for (size_t i = 0; i < parts.size(); ++i) {
+        parts[i].set_epoch(epoch_);
+        parts[i].set_seq(seqs[i]);
+      }
+      key = Key{epoch_, seqs, false, id};
+    }
+    inflight_.push_back(std::move(key));
     lk.unlock();
-    bool ok = stream->Write(batch);
+    bool ok = true;
+    size_t written = 0;
+    for (const v1::Batch& part : parts) {
+      if (!(ok = stream->Write(part))) break;
+      ++written;
+    }
     lk.lock();
+    stats_.sent += written;
     if (!ok) {
       broken_ = true;
       break;
     }
-    ++stats_.sent;
   }
   ctx.TryCancel();
   lk.unlock();

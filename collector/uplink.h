@@ -15,6 +15,20 @@
 // ordered; the analyzer keeps the ones it saw per agent (server/dedup.h).
 // Batches already in a reopened spool keep their own numbers.
 //
+// Size: no message on the wire exceeds max_batch_bytes (kMaxBatchBytes, the
+// analyzer's maximum receive message size), since the analyzer ends a
+// stream that carries a larger one and the batch would be resent forever.
+// send() splits a larger batch into parts below it before spooling them,
+// each part a batch of its own with its own seq. A batch already in the
+// spool that is larger (spooled by an earlier version, or with a larger
+// bound) is split when it is sent: its parts get seqs of this start's epoch,
+// kept while it is in the spool, so a resend after a reconnect repeats the
+// same parts (the analyzer drops them as duplicates); after a restart it is
+// split again under the new epoch (parts delivered before the restart then
+// count twice, at least once as ever). It leaves the spool once every part
+// is acknowledged. A single record larger than the bound cannot be sent at
+// all: it is dropped and counted (UplinkStats::oversized_records).
+//
 // Reconnects back off exponentially from backoff_min_s to backoff_max_s with
 // full jitter (a random delay in [d/2, d]), so a fleet of agents does not
 // reconnect in lockstep after an analyzer restart.
@@ -27,11 +41,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <grpcpp/security/credentials.h>
 
@@ -55,12 +72,22 @@ struct UplinkOptions {
   // `analyzer` (e.g. when connecting by address to a certificate for a name).
   std::string tls_server_name;
   double plan_timeout_s = 5;  // deadline of fetchPlan()
+  // Largest serialized batch sent (>= 1 KiB); larger ones are split.
+  size_t max_batch_bytes = kMaxBatchBytes;
 };
 
 struct UplinkStats {
   bool connected = false;
+  // Messages: a split batch counts once per part.
   uint64_t sent = 0, acked = 0, duplicates = 0, reconnects = 0;
+  uint64_t split = 0;              // batches split (at send() or from the spool)
+  uint64_t oversized_records = 0;  // records alone larger than max_batch_bytes, dropped
 };
+
+// `batch` as parts of at most `max_bytes` serialized each (with any seq),
+// its records in order, every other field copied; at least one part. A
+// record that alone does not fit is left out and counted in *dropped.
+std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint64_t* dropped);
 
 // Problems with the options (unreadable TLS files, a key without a
 // certificate, a bad address); empty when they are usable. The Uplink works
@@ -86,9 +113,13 @@ class Uplink {
   void stop();  // leaves unacknowledged batches in the spool
 
  private:
+  // One spool entry in flight: the (epoch, seq) of each message it was
+  // sent as that is not acknowledged yet (several for a split entry).
   struct Key {
-    uint64_t epoch = 0, seq = 0;
+    uint64_t epoch = 0;
+    std::vector<uint64_t> pending;
     bool acked = false;
+    std::optional<std::pair<uint64_t, uint64_t>> split_of;  // its own (epoch, seq)
   };
 
   void run();
@@ -97,6 +128,8 @@ class Uplink {
   bool serve();
   std::shared_ptr<grpc::Channel> makeChannel() const;
   void syncDropsLocked();
+  void pushLocked(const std::string& bytes);
+  void eraseInflightFrontLocked(size_t n);
   void onAckLocked(const v1::Ack& ack);
   void popAckedLocked();  // pops the acknowledged batches at the spool's front
   void sleepBackoff(double& backoff_s);
@@ -117,6 +150,9 @@ class Uplink {
   // the spool's first inflight_.size() entries, in order.
   std::deque<Key> inflight_;
   uint64_t dropped_seen_ = 0;  // spool.dropped() as last accounted for
+  // Seqs given to the parts of oversized spooled entries, by the entry's own
+  // (epoch, seq), so that a resend repeats them.
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<uint64_t>> split_seqs_;
   UplinkStats stats_;
   std::string last_error_;
 

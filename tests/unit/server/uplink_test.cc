@@ -34,13 +34,14 @@ using namespace std::chrono_literals;
 class CountSpool final : public Spool {
  public:
   explicit CountSpool(size_t max = 0) : max_(max) {}
-  void push(std::string batch) override {
+  bool push(std::string batch) override {
     std::lock_guard lk(mu_);
     q_.push_back(std::move(batch));
     while (max_ > 0 && q_.size() > max_) {
       q_.pop_front();
       ++dropped_;
     }
+    return true;
   }
   std::optional<std::string> peek(size_t i) const override {
     std::lock_guard lk(mu_);
@@ -97,6 +98,10 @@ class FakeCollector final : public v1::Collector::Service {
       Key key{b.agent(), b.epoch(), b.seq()};
       received.push_back(key);
       bool dup = !unique.insert(key).second;
+      if (!dup) {
+        unique_records += static_cast<size_t>(b.probes_size() + b.ports_size() + b.lldp_size());
+        largest = std::max(largest, b.ByteSizeLong());
+      }
       if (break_after > 0 && received.size() == break_after) {
         break_after = 0;  // once; this batch stays unacknowledged
         result = grpc::Status(grpc::StatusCode::UNAVAILABLE, "test: stream broken");
@@ -144,11 +149,17 @@ class FakeCollector final : public v1::Collector::Service {
     std::lock_guard lk(mu_);
     return unique.size();
   }
+  size_t uniqueRecords() {
+    std::lock_guard lk(mu_);
+    return unique_records;
+  }
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Key> received;
   std::set<Key> unique;
+  size_t unique_records = 0;  // records of the batches received first time
+  size_t largest = 0;         // serialized bytes of the largest batch received
   size_t break_after = 0;
   bool hold_acks = false;
 };
@@ -333,6 +344,130 @@ TEST(Uplink, BatchesOfAnEarlierRunKeepTheirEpochAndSeq) {
   EXPECT_EQ(got[0], Key("h0", 7, 3));
   EXPECT_EQ(got[1], Key("h0", up.epoch(), 1));
   EXPECT_NE(up.epoch(), 7u);
+}
+
+// ---- the message bound (issue #15, item 4) ----------------------------------
+
+v1::Batch batchOfProbes(size_t n, double t0 = 0) {
+  v1::Batch b;
+  for (size_t i = 0; i < n; ++i) {
+    auto* p = b.add_probes();
+    p->set_t(t0 + static_cast<double>(i));
+    p->set_src("h0:eth0");
+    p->set_dst("h1:eth0");
+    p->set_flow(40000 + i % 64);
+    p->set_sent(10);
+    p->add_path_addrs("10.0.0." + std::to_string(i % 250));
+  }
+  return b;
+}
+
+TEST(SplitBatch, PartsStayWithinTheBoundAndKeepEveryRecordInOrder) {
+  // splitBatch copies every field but the three record lists: a new field
+  // of Batch must be looked at here (is it a record list?).
+  EXPECT_EQ(v1::Batch::descriptor()->field_count(), 7);
+  v1::Batch b = batchOfProbes(3000);
+  for (int i = 0; i < 500; ++i) {
+    auto* c = b.add_ports();
+    c->set_port("h0:eth" + std::to_string(i));
+    auto* l = b.add_lldp();
+    l->set_port("h0:eth" + std::to_string(i));
+    l->set_neighbor(std::string(static_cast<size_t>(i), 'n'));
+  }
+  b.set_agent("h0");
+  b.set_epoch(5);
+  b.set_seq(9);
+  b.set_sent_at(123);
+  const size_t whole = b.ByteSizeLong() + 16;  // room for any seq
+  for (size_t max : {size_t{1024}, size_t{4096}, size_t{65536}, whole}) {
+    uint64_t dropped = 0;
+    auto parts = splitBatch(b, max, &dropped);
+    EXPECT_EQ(dropped, 0u);
+    v1::Batch joined;
+    for (v1::Batch& p : parts) {
+      EXPECT_EQ(p.agent(), "h0");
+      EXPECT_EQ(p.epoch(), 5u);
+      EXPECT_EQ(p.sent_at(), 123);
+      p.set_seq(~uint64_t{0});  // the largest seq still fits
+      EXPECT_LE(p.ByteSizeLong(), max);
+      joined.MergeFrom(p);
+    }
+    EXPECT_EQ(parts.size() == 1, max == whole);
+    joined.set_seq(9);
+    EXPECT_EQ(joined.SerializeAsString(), b.SerializeAsString()) << "max " << max;
+  }
+  // A record that alone exceeds the bound is left out and counted.
+  v1::Batch odd = batchOfProbes(2);
+  odd.mutable_probes(1)->add_path("x" + std::string(5000, 'x'));
+  uint64_t dropped = 0;
+  auto parts = splitBatch(odd, 1024, &dropped);
+  EXPECT_EQ(dropped, 1u);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].probes_size(), 1);
+  // No records: one (empty) part.
+  EXPECT_EQ(splitBatch(v1::Batch(), 1024, nullptr).size(), 1u);
+}
+
+TEST(Uplink, SplitsABatchOverTheBoundIntoPartsWithSeqsOfTheirOwn) {
+  Server s;
+  s.start();
+  CountSpool spool;
+  UplinkOptions o = options(s.address());
+  o.max_batch_bytes = 16 << 10;
+  Uplink up(o, spool);
+  up.send(batchOfProbes(5000));  // ~300 KB
+  up.send(batchOfProbes(1));
+  ASSERT_TRUE(waitFor([&] { return spool.batches() == 0; }))
+      << "left in spool: " << spool.batches() << ", error: " << up.lastError();
+  auto got = s.service.receivedCopy();
+  ASSERT_GT(got.size(), 10u);
+  std::set<uint64_t> seqs;
+  for (const Key& k : got) {
+    EXPECT_EQ(std::get<1>(k), up.epoch());
+    seqs.insert(std::get<2>(k));
+  }
+  EXPECT_EQ(seqs.size(), got.size()) << "every part has a seq of its own";
+  EXPECT_EQ(*seqs.rbegin(), got.size());
+  EXPECT_EQ(s.service.uniqueRecords(), 5001u);
+  EXPECT_LE(s.service.largest, o.max_batch_bytes);
+  EXPECT_EQ(up.stats().split, 1u);
+}
+
+// "Say what happens to an oversized batch already in an agent's spool: split
+// it, never resend it forever." A 6 MiB batch spooled earlier (by an older
+// agent, with the old 64 MiB bound) against a server with gRPC's default
+// 4 MiB receive limit, as the analyzer has: it used to break the stream on
+// every send, forever. Now it is sent as parts and leaves the spool.
+TEST(Uplink, AnOversizedBatchAlreadyInTheSpoolIsSplitNotResentForever) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("netdiag_uplink_oversized_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  std::string error;
+  auto spool = openDiskSpool(dir, 64 << 20, &error);
+  ASSERT_TRUE(spool) << error;
+  v1::Batch old = batchOfProbes(100000);
+  old.set_agent("h0");
+  old.set_epoch(7);
+  old.set_seq(3);
+  ASSERT_GT(old.ByteSizeLong(), kMaxBatchBytes);
+  ASSERT_TRUE(spool->push(old.SerializeAsString()));
+
+  Server s;
+  s.start();
+  Uplink up(options(s.address()), *spool);
+  up.send(batchOfProbes(1));
+  ASSERT_TRUE(waitFor([&] { return spool->batches() == 0; }, 60s))
+      << "left in spool: " << spool->batches() << ", error: " << up.lastError();
+  EXPECT_EQ(s.service.uniqueRecords(), 100001u) << "every record delivered once";
+  EXPECT_LE(s.service.largest, kMaxBatchBytes);
+  auto got = s.service.receivedCopy();
+  EXPECT_EQ(got.size(), s.service.uniqueCount()) << "nothing was sent twice";
+  for (const Key& k : got) EXPECT_NE(k, Key("h0", 7, 3)) << "the whole batch was sent";
+  EXPECT_EQ(up.stats().reconnects, 0u);
+  EXPECT_EQ(up.stats().split, 1u);
+  EXPECT_NE(up.lastError().find("sent as 2 parts"), std::string::npos) << up.lastError();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Uplink, StopLeavesUnacknowledgedBatchesInTheSpool) {
