@@ -246,7 +246,7 @@ class BoundedServer final : public httplib::Server {
  public:
   explicit BoundedServer(const HttpLimits& limits) : limits_(limits) {
     new_task_queue = [this] { return new BoundedPool(limits_.max_connections); };
-    set_payload_max_length(limits_.max_request_bytes);
+    set_payload_max_length(limits_.max_body_bytes);
     set_keep_alive_max_count(std::max<size_t>(1, limits_.keep_alive_max_requests));
     set_keep_alive_timeout(static_cast<time_t>(std::ceil(limits_.keep_alive_timeout_s)));
     set_read_timeout(std::chrono::duration<double>(limits_.read_timeout_s));
@@ -281,10 +281,29 @@ class BoundedServer final : public httplib::Server {
         ok = process_request(strm, n + 1 == max_requests, closed, nullptr);
         if (!ok || closed || strm.failed()) break;
       }
+      if (strm.failed()) lingerBriefly(sock);
     }
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ok;
+  }
+
+  // Closing with unread request bytes resets the connection, and the
+  // client may then lose the error just sent: stop sending, take what
+  // arrives for a moment (bounded), then close.
+  static void lingerBriefly(int sock) {
+    ::shutdown(sock, SHUT_WR);
+    const auto end = after(0.5);
+    char sink[4096];
+    for (size_t taken = 0; taken < (size_t{256} << 10);) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - SteadyClock::now()).count();
+      pollfd p{sock, POLLIN, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return;
+      const ssize_t n = ::recv(sock, sink, sizeof sink, MSG_DONTWAIT);
+      if (n <= 0) return;
+      taken += static_cast<size_t>(n);
+    }
   }
 
   const HttpLimits limits_;

@@ -11,9 +11,9 @@
 // be taken within `response_timeout_s` (cpp-httplib itself only bounds each
 // single read, so a client that sends a byte every few seconds would hold a
 // worker forever), with at most `max_request_bytes` of request line, headers
-// and body. Range headers are ignored (every response is the whole body,
-// `Accept-Ranges: none`): cpp-httplib would otherwise answer a multi-range
-// request with one copy of the body per range. /metrics answers 503 with a
+// and body (a body over `max_body_bytes` is read, discarded and answered 413). Range headers are
+// ignored (every response is the whole body, `Accept-Ranges: none`): cpp-httplib would otherwise
+// answer a multi-range request with one copy of the body per range. /metrics answers 503 with a
 // JSON error instead of a body larger than `max_metrics_bytes`.
 //
 // Thread-safety: the server answers on its own threads; everything it reads
@@ -37,15 +37,16 @@ class Server;
 namespace netdiag::server {
 
 struct HttpLimits {
-  size_t max_connections = 128;         // served at once, a thread each; beyond: 503, closed
-  double keep_alive_timeout_s = 5;      // idle wait for a connection's next request
-  size_t keep_alive_max_requests = 16;  // requests per connection, then it is closed
-  double read_timeout_s = 5;            // longest wait for the client's next bytes
-  double write_timeout_s = 5;           // longest wait for the client to take more bytes
-  double request_timeout_s = 10;        // a request, from its first byte until read whole
-  double response_timeout_s = 30;       // its response, from the first byte until written
-  size_t max_request_bytes = 64 << 10;  // request line + headers + body
-  size_t max_metrics_bytes = 64 << 20;  // a larger /metrics body is refused (503)
+  size_t max_connections = 128;          // served at once, a thread each; beyond: 503, closed
+  double keep_alive_timeout_s = 5;       // idle wait for a connection's next request
+  size_t keep_alive_max_requests = 16;   // requests per connection, then it is closed
+  double read_timeout_s = 5;             // longest wait for the client's next bytes
+  double write_timeout_s = 5;            // longest wait for the client to take more bytes
+  double request_timeout_s = 10;         // a request, from its first byte until read whole
+  double response_timeout_s = 30;        // its response, from the first byte until written
+  size_t max_request_bytes = 256 << 10;  // request line + headers + body
+  size_t max_body_bytes = 64 << 10;      // a larger body is answered 413
+  size_t max_metrics_bytes = 64 << 20;   // a larger /metrics body is refused (503)
 };
 
 class HttpApi {

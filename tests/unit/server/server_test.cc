@@ -769,11 +769,15 @@ TEST(HttpBounds, RequestsAndTheMetricsBodyAreBounded) {
   d.tweak = [](DaemonOptions& o) { o.http.max_metrics_bytes = 100; };
   d.start();
   auto c = d.http();
-  // 100 KB of headers, every line under cpp-httplib's own 8 KB line limit.
+  // 300 KB of headers, every line under cpp-httplib's own 8 KB line limit.
   httplib::Headers big;
-  for (int i = 0; i < 25; ++i) big.emplace("X-Big-" + std::to_string(i), std::string(4000, 'a'));
+  for (int i = 0; i < 75; ++i) big.emplace("X-Big-" + std::to_string(i), std::string(4000, 'a'));
   auto r = c.Get("/healthz", big);
-  EXPECT_TRUE(!r || r->status >= 400) << "100 KB of headers accepted";
+  EXPECT_TRUE(!r || r->status >= 400) << "300 KB of headers accepted";
+  // A body over its bound is refused, and the refusal reaches the client.
+  r = c.Post("/healthz", std::string(100000, 'b'), "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
   r = c.Post("/healthz", std::string(1 << 20, 'b'), "text/plain");
   EXPECT_TRUE(!r || r->status >= 400) << "a 1 MiB body accepted";
   // /metrics over its bound: refused with the reason, not sent.
