@@ -193,6 +193,11 @@ std::string Uplink::lastError() const {
   return last_error_;
 }
 
+std::string Uplink::lastSplit() const {
+  std::lock_guard lk(mu_);
+  return last_split_;
+}
+
 std::shared_ptr<grpc::Channel> Uplink::makeChannel() const {
   grpc::ChannelArguments args;
   // Our own backoff decides when to retry; keep gRPC's within the same range.
@@ -362,7 +367,7 @@ bool Uplink::serve() {
         for (size_t i = 0; i < parts.size(); ++i) seqs.push_back(++seq_);
         ++stats_.split;
         stats_.oversized_records += dropped;
-        last_error_ = "a spooled batch " + std::to_string(id.first) + "/" +
+        last_split_ = "a spooled batch " + std::to_string(id.first) + "/" +
                       std::to_string(id.second) + " of " + std::to_string(bytes->size()) +
                       " bytes is over the bound of " + std::to_string(options_.max_batch_bytes) +
                       ": sent as " + std::to_string(parts.size()) + " parts" +

@@ -109,6 +109,9 @@ class Uplink {
   UplinkStats stats() const;
   // The last connection or stream error, for logs ("" while none).
   std::string lastError() const;
+  // The last spooled batch split for being over max_batch_bytes, in words
+  // ("" while none), for logs.
+  std::string lastSplit() const;
   uint64_t epoch() const { return epoch_; }
   void stop();  // leaves unacknowledged batches in the spool
 
@@ -155,6 +158,7 @@ class Uplink {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<uint64_t>> split_seqs_;
   UplinkStats stats_;
   std::string last_error_;
+  std::string last_split_;
 
   std::mutex plan_mu_;
   std::shared_ptr<grpc::Channel> plan_channel_;

@@ -466,7 +466,7 @@ TEST(Uplink, AnOversizedBatchAlreadyInTheSpoolIsSplitNotResentForever) {
   for (const Key& k : got) EXPECT_NE(k, Key("h0", 7, 3)) << "the whole batch was sent";
   EXPECT_EQ(up.stats().reconnects, 0u);
   EXPECT_EQ(up.stats().split, 1u);
-  EXPECT_NE(up.lastError().find("sent as 2 parts"), std::string::npos) << up.lastError();
+  EXPECT_NE(up.lastSplit().find("sent as 2 parts"), std::string::npos) << up.lastSplit();
   std::filesystem::remove_all(dir);
 }
 
