@@ -72,7 +72,8 @@ struct Agent::Impl {
   // Metrics of the agent itself (each source exports its own).
   TotalCounter m_replies, m_resp_malformed, m_resp_limited, m_resp_not_in_plan,
       m_resp_global_limited;
-  TotalCounter m_spool_dropped, m_up_sent, m_up_acked, m_up_reconnects, m_batches;
+  TotalCounter m_spool_dropped, m_up_sent, m_up_acked, m_up_reconnects, m_batches, m_up_split,
+      m_up_oversized;
   prometheus::Gauge *g_plan = nullptr, *g_spool_batches = nullptr, *g_spool_bytes = nullptr,
                     *g_connected = nullptr, *g_resp_open = nullptr, *g_resp_allowed = nullptr,
                     *g_resp_global_rate = nullptr;
@@ -103,6 +104,10 @@ struct Agent::Impl {
     m_up_acked =
         counter("netdiag_agent_uplink_batches_acked_total", "Batches the analyzer acknowledged");
     m_up_reconnects = counter("netdiag_agent_uplink_reconnects_total", "Uplink reconnects");
+    m_up_split = counter("netdiag_agent_uplink_batches_split_total",
+                         "Batches over the analyzer's message bound, split into parts");
+    m_up_oversized = counter("netdiag_agent_uplink_oversized_records_total",
+                             "Records alone over the message bound, dropped");
     m_batches = counter("netdiag_agent_batches_total", "Batches handed to the uplink");
     auto gauge = [&](const char* name, const char* help) {
       return &BuildGauge().Name(name).Help(help).Register(*registry).Add({});
@@ -173,6 +178,8 @@ struct Agent::Impl {
     m_up_sent.set(static_cast<double>(u.sent));
     m_up_acked.set(static_cast<double>(u.acked));
     m_up_reconnects.set(static_cast<double>(u.reconnects));
+    m_up_split.set(static_cast<double>(u.split));
+    m_up_oversized.set(static_cast<double>(u.oversized_records));
     m_batches.set(static_cast<double>(batches));
     std::vector<const Source*> all;
     for (const auto& s : sources) all.push_back(s.get());

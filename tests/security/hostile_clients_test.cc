@@ -284,6 +284,42 @@ TEST_F(HostileClients, OversizedMessagesAndManyStreamsAreBounded) {
   EXPECT_LT(rssBytes(), size_t{1} << 30) << "the analyzer's memory after the attacks";
 }
 
+// Finding 7: slow clients cannot starve the health and metrics endpoints,
+// and a multi-range header cannot multiply a body.
+TEST_F(HostileClients, SlowClientsAndRangeHeadersCannotStarveOrAmplify) {
+  std::vector<int> stalled;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(http_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+      const std::string part = "GET /readyz HTTP/1.1\r\nHost: x\r\n";  // and never the end
+      (void)::send(fd, part.data(), part.size(), MSG_NOSIGNAL);
+    }
+    stalled.push_back(fd);
+  }
+  {
+    httplib::Client c("127.0.0.1", http_);
+    c.set_read_timeout(10, 0);
+    auto r = c.Get("/readyz");
+    ASSERT_TRUE(r) << "/readyz starved by 64 stalled connections";
+    EXPECT_LT(r->status, 500);
+  }
+  for (int fd : stalled) ::close(fd);
+  httplib::Client c("127.0.0.1", http_);
+  auto plain = c.Get("/metrics");
+  ASSERT_TRUE(plain);
+  std::string ranges = "bytes=0-";
+  while (ranges.size() < 7900) ranges += ",0-";
+  auto ranged = c.Get("/metrics", httplib::Headers{{"Range", ranges}});
+  ASSERT_TRUE(ranged);
+  EXPECT_LT(ranged->body.size(), 2 * plain->body.size() + 4096)
+      << "a Range header multiplied /metrics";
+  ASSERT_TRUE(alive());
+}
+
 // Finding 2: -o never replaces anything but a regular file, nor follows a
 // planted symlink.
 TEST_F(HostileClients, OutputFilesAreWrittenSafely) {
