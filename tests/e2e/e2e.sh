@@ -21,14 +21,26 @@
 #      lost (spools drained, none dropped, every batch made before the
 #      restart acknowledged, the analyzer ingested at least what was
 #      acknowledged since the kill); the cables go back and the miscabling
-#      resolves.
+#      resolves;
+#   5. SNMP only (issue 16), on the same fabric: the switches' agents and
+#      lldpd stop; each switch runs snmpd with lldpd as its AgentX subagent
+#      (lib/snmp.sh), and `netdiag poll snmp` in nd-mgmt polls them every
+#      2 s (IF-MIB, LLDP-MIB) for the analyzer, as snmp-poller-1; its
+#      /metrics shows netdiag_snmp_target_up 1 for every switch. Then, from
+#      SNMP and the hosts' probes alone: (a) 3 % loss on
+#      spine0:swp3->leaf2:swp3 (no counter shows it) is localized from the
+#      probes; (b) leaf1:swp3 down is a link_down on it, resolved once back
+#      up; (c) the cables of leaf0 and leaf2 swapped at spine0 (swp1 and
+#      swp3 trade them) are a miscabling naming all four ports; nothing
+#      else is localized.
 # Prints one PASS/FAIL line per step with what was expected and seen. Exit 0
-# pass, 1 fail, 77 skip (not root, no netns, FRR/lldpd/nft missing). Takes
-# about 7 minutes (at most 10). E2E_KEEP=1 keeps the run directory (logs).
+# pass, 1 fail, 77 skip (not root, no netns, FRR/lldpd/nft/snmpd missing).
+# Takes about 8.5 minutes (at most 12). E2E_KEEP=1 keeps the run directory (logs).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/lib/fabric.sh"
 source "$HERE/lib/testlib.sh"
+source "$HERE/lib/snmp.sh"
 
 NETDIAG=${1:-${NETDIAG:-$(command -v netdiag || true)}}
 TOPO=$HERE/fabric.yaml
@@ -40,8 +52,11 @@ RESOLVE_AFTER=${E2E_RESOLVE_AFTER:-20}
 OUTAGE=${E2E_OUTAGE:-60}
 LOCATE_DEADLINE=${E2E_LOCATE_DEADLINE:-120}
 GRPC_PORT=7600; WEB_PORT=9600; AGENT_METRICS_PORT=9700; RESPONDER_PORT=7601
+POLLER_METRICS_PORT=9710   # the SNMP poller's /metrics, in nd-mgmt
 
 e2e_require_fabric
+missing=$(snmp_missing)
+[[ -z $missing ]] || e2e_skip "not installed: $missing"
 [[ -n $NETDIAG && -x $NETDIAG ]] || { echo "FAIL: netdiag binary not found (give its path, or set NETDIAG)"; exit 1; }
 NETDIAG=$(readlink -f "$NETDIAG")
 e2e_lock
@@ -50,9 +65,11 @@ FABRIC_RUN=$(mktemp -d /tmp/nd-e2e.XXXXXX)
 chmod 755 "$FABRIC_RUN"
 ANALYZER_PID=""
 cleanup() {
+  snmp_kill_pidfiles "$FABRIC_RUN/poller.pid"
+  snmp_stop
   fabric_teardown
   if ((E2E_FAILED)) || [[ ${E2E_KEEP:-} == 1 ]]; then
-    echo "logs kept in $FABRIC_RUN (analyzer.log, agent-<node>.log, frr-*/, lldpd-*/)"
+    echo "logs kept in $FABRIC_RUN (analyzer.log, agent-<node>.log, poller.log, frr-*/, lldpd-*/, snmp-*/)"
   else
     rm -rf "$FABRIC_RUN"
   fi
@@ -84,6 +101,7 @@ start_analyzer() {
     --web.listen-address "127.0.0.1:$WEB_PORT" --db "$FABRIC_RUN/netdiag.db" \
     --window "$WINDOW" --probe-rate "$PROBE_RATE" --flows-per-peer "$FLOWS_PER_PEER" \
     --responder-port "$RESPONDER_PORT" --resolve-after "$RESOLVE_AFTER" --insecure \
+    --collectors "$FABRIC_RUN/collectors.yaml" \
     >>"$FABRIC_RUN/analyzer.log" 2>&1 &
   ANALYZER_PID=$!
   local i
@@ -113,6 +131,24 @@ agent_metric() {  # node name
 analyzer_metric() {  # name
   api /metrics | awk -v m="$1" '$1 == m || index($1, m "{") == 1 { s += $2; f = 1 } END { if (f) printf "%.0f\n", s; else print "NA" }'
 }
+# Waits until the analyzer's engine has made N more passes (at most T s).
+wait_passes() {  # N T
+  local p0 p t0=$SECONDS
+  p0=$(analyzer_metric netdiag_engine_passes_total)
+  [[ $p0 =~ ^[0-9]+$ ]] || return 1
+  while ((SECONDS - t0 < $2)); do
+    p=$(analyzer_metric netdiag_engine_passes_total)
+    [[ $p =~ ^[0-9]+$ ]] && ((p >= p0 + $1)) && return 0
+    sleep 1
+  done
+  return 1
+}
+# Nodes whose target the SNMP poller's last poll reached, sorted.
+snmp_targets_up() {
+  in_mgmt curl -sf --max-time 3 "http://127.0.0.1:$POLLER_METRICS_PORT/metrics" |
+    awk 'index($1, "netdiag_snmp_target_up{") == 1 && $2 + 0 == 1 && match($1, /target="[^"]*"/) {
+      print substr($1, RSTART + 8, RLENGTH - 9) }' | sort
+}
 
 # Localized link-fault incidents of a report, as "kind link" lines.
 localized_links() { jq -r '.incidents[]? | select(.localized_at != null and (.kind | startswith("link_"))) | "\(.kind) \(.link)"' | sort -u; }
@@ -130,6 +166,9 @@ fi
 bad=$(e2e_ping_failures)
 [[ -z $bad ]] || { e2e_result "reachability" "all host pairs ping" "failures: $bad" 1; exit 1; }
 
+# The SNMP poller of step 5 may speak for every switch (their own agents too
+# until then).
+snmp_write_collectors "$FABRIC_RUN/collectors.yaml" || exit 1
 if start_analyzer; then
   e2e_result "analyzer" "ready (/readyz 200) in $FABRIC_MGMT_NS on $MGMT:$GRPC_PORT" "ready" 0
 else
@@ -360,6 +399,144 @@ while ((SECONDS - t < RESOLVE_AFTER + 60)); do
 done
 e2e_result "miscabling resolved" "no open miscabling once the cables are back" \
   "open: $open after $((SECONDS - t)) s" "$([[ $open == 0 ]]; echo $?)"
+
+# --- 5. SNMP only: the switches run no netdiag agent, only snmpd ----------------
+
+# The switches become what most fabrics offer: no agent, only snmpd, with
+# lldpd as its AgentX subagent for LLDP-MIB. `netdiag poll snmp` in nd-mgmt
+# polls them (IF-MIB every 2 s, lldpRemTable every 2 s; spines over SNMPv3
+# authPriv, leaves over v2c) and streams port and lldp records as
+# $SNMP_POLLER_ID; the hosts keep their agents (probes). The faults go on
+# links step 4's swap-back left alone: it flapped spine1:swp2/swp3 and
+# leaf1:swp4/leaf2:swp4 within the horizon, where two more carrier changes
+# would rightly read as link_flap. For the same reason the link taken down
+# and the cables swapped are links no other step flapped.
+SNMP_IDS_BEFORE=$(all_incidents | jq -r '.incidents[]?.id' | sort)
+t=$SECONDS
+pidfiles=()
+for n in $(fabric_switches); do pidfiles+=("$FABRIC_RUN/agent-$n.pid" "$FABRIC_RUN/lldpd-$n/lldpd.pid"); done
+snmp_kill_pidfiles "${pidfiles[@]}"
+left=""
+for n in $(fabric_switches); do
+  for p in $(ip netns pids "$(fabric_ns "$n")" 2>/dev/null); do
+    c=$(cat "/proc/$p/comm" 2>/dev/null); [[ $c == netdiag || $c == lldpd ]] && left+="$n:$c "
+  done
+done
+rc=1
+if [[ -z $left ]] && snmp_start_snmpd && snmp_start_lldpd && snmp_wait 60; then
+  if snmp_write_poller_config "$FABRIC_RUN/poller.yaml"; then
+    # ip netns exec execs the poller: $! is the poller itself.
+    ip netns exec "$FABRIC_MGMT_NS" "$NETDIAG" poll snmp --config "$FABRIC_RUN/poller.yaml" \
+      --analyzer "$MGMT:$GRPC_PORT" --topology "$TOPO" --metrics-address "127.0.0.1:$POLLER_METRICS_PORT" \
+      >>"$FABRIC_RUN/poller.log" 2>&1 &
+    echo $! >"$FABRIC_RUN/poller.pid"
+    rc=0
+  fi
+fi
+# Ready: every target answered its last poll, and the analyzer holds the
+# poller's stream and takes its records.
+switches=$(fabric_switches | sort | tr '\n' ' ')
+up=""; precs=NA
+while ((rc == 0 && SECONDS - t < 60)); do
+  up=$(snmp_targets_up | tr '\n' ' ')
+  precs=$(analyzer_metric "netdiag_agent_records{agent=\"$SNMP_POLLER_ID\"}")
+  [[ $up == "$switches" && $(analyzer_metric "netdiag_agent_connected{agent=\"$SNMP_POLLER_ID\"}") == 1 &&
+     $precs =~ ^[0-9]+$ && $precs -gt 0 ]] && break
+  sleep 1
+done
+# --collectors lets it speak for the switches: none of its records refused.
+refused=$(analyzer_metric "netdiag_agent_rejected_records{agent=\"$SNMP_POLLER_ID\",reason=\"not_authorized\"}")
+e2e_result "snmp only" "switch agents and lldpd stopped; snmpd + AgentX lldpd up; poller target_up 1 for $switches; analyzer takes its records, refuses none" \
+  "after $((SECONDS - t)) s: left running: ${left:-none}; target_up 1: ${up:-none}; records from $SNMP_POLLER_ID: $precs, not authorized: $refused" \
+  "$([[ $rc == 0 && $up == "$switches" && $precs =~ ^[0-9]+$ && $precs -gt 0 && ($refused == 0 || $refused == NA) ]]; echo $?)"
+
+# 5a. Loss on a spine->leaf link: nothing in any counter shows it, the
+# hosts' probes alone. First, and through spine0: a link with a carrier
+# change within the horizon explains every loss on flows through it, and
+# every flow through spine1 crosses a link step 4's swap-back flapped.
+S_LOSS_NODE=spine0; S_LOSS_PORT=swp3
+S_LOSS_LINK="$S_LOSS_NODE:$S_LOSS_PORT->${FAB_PEER[$S_LOSS_NODE:$S_LOSS_PORT]}"
+fabric_loss_add "$S_LOSS_NODE" "$S_LOSS_PORT" 3
+t=$SECONDS; seen=""; found=""
+while ((SECONDS - t < LOCATE_DEADLINE)); do
+  seen=$(locate_json | localized_links | tr '\n' ';')
+  if [[ $seen == "link_loss $S_LOSS_LINK;" || $seen == "link_corruption $S_LOSS_LINK;" ]]; then found=$((SECONDS - t)); break; fi
+  sleep 3
+done
+e2e_result "snmp: loss located" "locate --json names exactly $S_LOSS_LINK (link_loss) within ${LOCATE_DEADLINE} s, from host probes alone" \
+  "${found:+after $found s: }${seen:-nothing localized}" "$([[ -n $found ]]; echo $?)"
+fabric_loss_del "$S_LOSS_NODE" "$S_LOSS_PORT"
+
+
+# 5b. A leaf-spine link down, seen in ifOperStatus. SNMP reports it 2-5 s
+# late (the poll interval, and snmpd's ~3 s interface cache): the probes'
+# loss reaches the engine a pass before the down does.
+S_DOWN_NODE=leaf1; S_DOWN_PORT=swp3
+S_DOWN_LINK="$S_DOWN_NODE:$S_DOWN_PORT->${FAB_PEER[$S_DOWN_NODE:$S_DOWN_PORT]}"
+S_DOWN_REV=$(reverse_link "$S_DOWN_LINK")
+fabric_link_set "$S_DOWN_NODE" "$S_DOWN_PORT" down
+t=$SECONDS; found=""; kinds=""
+while ((SECONDS - t < 60)); do
+  kinds=$(all_incidents | jq -r --arg a "$S_DOWN_LINK" --arg b "$S_DOWN_REV" \
+    '.incidents[]? | select(.resolved_at == null and .kind == "link_down" and (.link == $a or .link == $b)) | .link')
+  [[ -n $kinds ]] && { found=$((SECONDS - t)); break; }
+  sleep 2
+done
+e2e_result "snmp: link down located" "a link_down incident on $S_DOWN_LINK (either direction) within 60 s, from SNMP alone" \
+  "$(if [[ -n $found ]]; then echo "after $found s on $(tr '\n' ' ' <<<"$kinds")"; else echo none; fi)" "$([[ -n $found ]]; echo $?)"
+# Down for two more engine passes, as traffic moves to the other paths
+# (what that pages is checked at the end).
+wait_passes 2 30
+fabric_link_set "$S_DOWN_NODE" "$S_DOWN_PORT" up
+fabric_wait_ecmp 30 >/dev/null
+t=$SECONDS; open=""
+while ((SECONDS - t < RESOLVE_AFTER + 60)); do
+  open=$(locate_json | jq -r --arg a "$S_DOWN_LINK" --arg b "$S_DOWN_REV" '[.incidents[]? | select(.link == $a or .link == $b)] | length')
+  [[ $open == 0 ]] && break
+  sleep 3
+done
+e2e_result "snmp: link up resolved" "the link_down incident resolves once ifOperStatus is up again" \
+  "open on the link: $open after $((SECONDS - t)) s" "$([[ $open == 0 ]]; echo $?)"
+
+# 5c. Two cables swapped at spine0, seen in lldpRemTable on both ends. The
+# cables stay swapped: swapping back within the horizon would flap the four
+# ports twice.
+S_SWAP_X=spine0:swp1; S_SWAP_Y=spine0:swp3
+S_SWAP_PORTS="$S_SWAP_X $S_SWAP_Y ${FAB_PEER[$S_SWAP_X]} ${FAB_PEER[$S_SWAP_Y]}"
+fabric_swap_cables "$S_SWAP_X" "$S_SWAP_Y"
+t=$SECONDS; first=""; found=""; mis=""; named=0
+while ((SECONDS - t < 90)); do
+  mis=$(locate_json | jq -c '[.incidents[]? | select(.kind == "miscabling") | .ports // []] | add // []')
+  named=$(jq -r --arg want "$S_SWAP_PORTS" '($want | split(" ")) as $w | [.[] | select(. as $p | $w | index($p))] | unique | length' <<<"$mis")
+  [[ $named -gt 0 && -z $first ]] && first=$((SECONDS - t))
+  [[ $named -ge 4 ]] && { found=$((SECONDS - t)); break; }
+  sleep 3
+done
+e2e_result "snmp: miscabling located" "a miscabling incident naming all four ports of the swap ($S_SWAP_PORTS) within 90 s, from LLDP-MIB" \
+  "${first:+first after $first s, }${found:+all after $found s, }ports ${mis:-[]}" "$([[ -n $found ]]; echo $?)"
+
+# Nothing else paged since the switch agents stopped: every new localized
+# incident is one of the faults above (link_down on the link taken down,
+# loss on the loss link, miscabling among the swapped ports, and link_down
+# on the swapped cables: snmpd's interface cache can hold a re-plug's 0.2 s
+# down for a poll or two), also two engine passes after the swap. Candidates never localized are listed, not
+# failed: SNMP's late link state leaves some (see 5a). The poller still
+# reaches every switch.
+wait_passes 2 30
+new_incidents=$(all_incidents | jq -c --arg before "$SNMP_IDS_BEFORE" \
+  '($before | split("\n")) as $old | [.incidents[]? | select(.id as $i | $old | index($i) | not)]')
+others=$(jq -r --arg down "$S_DOWN_LINK" --arg rev "$S_DOWN_REV" --arg loss "$S_LOSS_LINK" --arg swap "$S_SWAP_PORTS" '
+  ($swap | split(" ")) as $w | .[] | select(.localized_at != null)
+  | select(((.kind == "link_down" and (.link == $down or .link == $rev))
+            or ((.kind == "link_loss" or .kind == "link_corruption") and .link == $loss)
+            or (.kind == "miscabling" and ((.ports // []) - $w | length) == 0)
+            or (.kind == "link_down" and ((.link // "") | split("->") - $w | length) == 0)) | not)
+  | "\(.kind) \(.link // .node // (.ports | tostring))"' <<<"$new_incidents" | sort -u | tr '\n' ';')
+candidates=$(jq -r '.[] | select(.localized_at == null) | "\(.kind) \(.link // .node // (.ports | tostring))"' <<<"$new_incidents" | sort -u | tr '\n' ';')
+up=$(snmp_targets_up | tr '\n' ' ')
+e2e_result "snmp: nothing else" "no other incident localized since the switchover; target_up 1 for every switch at the end" \
+  "$(jq length <<<"$new_incidents") new; others localized: ${others:-none}; not localized: ${candidates:-none}; target_up 1: ${up:-none}" \
+  "$([[ -z $others && $up == "$switches" ]]; echo $?)"
 
 echo "final open incidents: $(locate_json | jq -c '[.incidents[]? | {kind, link, ports}]')"
 e2e_summary
