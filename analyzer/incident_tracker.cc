@@ -40,10 +40,12 @@ double pagedFloor(const Incident& i) {
 }  // namespace
 
 bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
-  seen_.insert(key);
   const bool fresh = !tracked_.contains(key) || !tracked_.at(key).open;
-  // What the horizon remembers of a fault that resolved is not a new one.
+  // What the horizon remembers of a fault that resolved is not a new one,
+  // nor a finding on the key this pass: other evidence (the link's counters
+  // saying it is down) may still report it.
   if (fresh && f.recovering) return false;
+  seen_.insert(key);
   Tracked& t = track(key, now);
   Incident& inc = t.incident;
   if (!f.recovering) t.last_bad = now;

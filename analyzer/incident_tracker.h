@@ -46,6 +46,8 @@ class IncidentTracker {
   void beginPass() { seen_.clear(); }
   // Records this pass's finding for `key`; true when its incident is localized.
   bool observe(const Key& key, const Finding& finding, double now);
+  // Whether `key` has a finding this pass (a remembered, recovering fault
+  // that is no incident any more does not count).
   bool seen(const Key& key) const { return seen_.contains(key); }
   // The loss rate recovery must rule out for the incident of `key` (the low
   // end of what it paged at), while that matters: it is open and localized,

@@ -247,6 +247,39 @@ TEST(EngineRules, OperDownIsLinkDownOnBothDirectionsAndResolvesWhenItComesBack) 
   EXPECT_GE(*pos[0].resolved_at, 150 + 60);  // up again (probes cross it) after t=150
 }
 
+// A link whose loss incident resolved, and whose old loss the horizon still
+// remembers, is still reported down when it goes down (the remembered loss
+// is the past, not this pass's finding on the link).
+TEST(EngineRules, ALinkDownIsReportedOnALinkWhoseLossIncidentJustResolved) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf1:swp3->spine1:swp1");
+  const PortId a = f.t.dirSrcPort(d), b = f.t.dirDstPort(d);
+  auto down = [](double t) { return t > 270 && t <= 370; };
+  s.at = [&](double t, Mesh& m) {
+    m.loss.clear();
+    if (t > 20 && t <= 200) m.loss[d] = 0.03;
+    m.down.clear();
+    if (down(t)) m.down = {d};
+  };
+  s.tweak = [&](double t, PortId p, Counters& c) {
+    if (p != a && p != b) return;
+    c.up = !down(t);
+    c.carrier = t > 370 ? 2 : t > 270 ? 1 : 0;
+  };
+  Report r = runEngine(f.t, s.build(480));
+  std::vector<IncidentKind> kinds;
+  bool down_found = false;
+  for (const Incident& i : localized(r)) {
+    kinds.push_back(i.kind);
+    if (i.kind == IncidentKind::kLinkDown && Topology::linkOf(i.link) == Topology::linkOf(d)) {
+      down_found = true;
+      EXPECT_GE(*i.localized_at, 270);
+    }
+  }
+  EXPECT_TRUE(down_found) << describe(f.t, r);
+}
+
 TEST(EngineRules, RepeatedCarrierChangesAreALinkFlap) {
   Fabric f;
   Script s(f);
