@@ -43,6 +43,7 @@ struct AnalyzerOptions {
   std::string collectors;  // --collectors FILE
   size_t accept_sim_agents = 0;
   int grpc_max_threads = server::GrpcListenOptions{}.max_threads;
+  double max_agent_rate = server::DaemonOptions{}.max_agent_records_per_s;
   size_t grpc_memory_quota_mib = server::GrpcListenOptions{}.memory_quota_bytes >> 20;
 };
 
@@ -104,6 +105,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.grpc.tls_ca = o.tls_ca;
   d.grpc.insecure = o.insecure;
   d.grpc.max_threads = o.grpc_max_threads;
+  d.max_agent_records_per_s = o.max_agent_rate;
   d.grpc.memory_quota_bytes = o.grpc_memory_quota_mib << 20;
   d.live.collectors = std::move(collectors);
   d.live.accept_sim_agents = o.accept_sim_agents;
@@ -238,6 +240,11 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "YAML file of collector identities (not topology nodes, e.g. SNMP pollers) and "
                   "the nodes each may send port and LLDP records of (docs/operations.md)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--max-agent-rate", o->max_agent_rate,
+                  "Records per second each agent may send (0: no bound); beyond it its stream "
+                  "waits (back-pressure: its spool holds the rest, nothing is dropped)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--grpc-max-threads", o->grpc_max_threads,
                   "Threads of the gRPC server; each agent stream holds one, so this also caps "
                   "concurrent agents (docs/operations.md, Bounds)")

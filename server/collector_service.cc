@@ -1,8 +1,10 @@
 #include "server/collector_service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -83,6 +85,25 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
       agent = batch.agent();
       analyzer_.streamOpened(agent);
       opened = true;
+    }
+    if (rate_.enabled()) {
+      // Over its rate: wait (cancellable) before ingesting and acknowledging.
+      const bool known =
+          analyzer_.authority().identify(batch.agent()).kind != Authority::Kind::kUnknown;
+      const size_t records = static_cast<size_t>(batch.probes_size()) +
+                             static_cast<size_t>(batch.ports_size()) +
+                             static_cast<size_t>(batch.lldp_size());
+      using Clock = std::chrono::steady_clock;
+      const auto now = Clock::now();
+      double wait = rate_.reserve(known ? batch.agent() : "(unknown)", records,
+                                  std::chrono::duration<double>(now.time_since_epoch()).count());
+      const auto until =
+          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
+      while (Clock::now() < until && !context->IsCancelled()) {
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(100)));
+      }
+      if (context->IsCancelled()) break;
     }
     BatchResult r = analyzer_.ingest(batch);
     if (!r.authority_log.empty() && log_) log_(r.authority_log + " (" + peer + ")");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "netdiag/v1/collector.grpc.pb.h"
+#include "server/agent_rate.h"
 #include "server/live_analyzer.h"
 
 namespace netdiag::server {
@@ -19,10 +20,15 @@ class CollectorService final : public v1::Collector::Service {
  public:
   // `require_client_identity` (set under mutual TLS): a stream may send only
   // as an agent its client certificate names (a SAN DNS name or the CN).
-  CollectorService(LiveAnalyzer& analyzer, LogFn log, bool require_client_identity = false)
+  // `max_agent_records_per_s` (0: none) bounds each identity's ingest rate
+  // as back-pressure (server/agent_rate.h).
+  CollectorService(LiveAnalyzer& analyzer, LogFn log, bool require_client_identity = false,
+                   double max_agent_records_per_s = 0)
       : analyzer_(analyzer),
         log_(std::move(log)),
-        require_client_identity_(require_client_identity) {}
+        require_client_identity_(require_client_identity),
+        rate_(max_agent_records_per_s, kRateBurstSeconds) {}
+  static constexpr double kRateBurstSeconds = 2;
 
   // One long-lived stream per agent: each batch is ingested, then acked
   // (with duplicate=true for a batch delivered before). Malformed records
@@ -45,6 +51,7 @@ class CollectorService final : public v1::Collector::Service {
   LiveAnalyzer& analyzer_;
   LogFn log_;
   const bool require_client_identity_;
+  AgentRateLimiter rate_;
 };
 
 // The names a client certificate gives its holder: its SAN entries and CN,

@@ -34,9 +34,9 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
     *error = err;
     return nullptr;
   }
-  d->service_ =
-      std::make_unique<CollectorService>(*d->analyzer_, o.log, /*require_client_identity=*/
-                                         !o.grpc.tls_ca.empty());
+  d->service_ = std::make_unique<CollectorService>(
+      *d->analyzer_, o.log, /*require_client_identity=*/
+      !o.grpc.tls_ca.empty(), o.live.accept_sim_agents > 0 ? 0 : o.max_agent_records_per_s);
   d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
   if (!d->grpc_) return nullptr;
   d->clock_ = std::thread([self] { self->clockLoop(); });

@@ -27,6 +27,9 @@ struct DaemonOptions {
   GrpcListenOptions grpc;                     // agents
   std::string web_listen = "127.0.0.1:9600";  // HTTP API and /metrics
   HttpLimits http;                            // its bounds (docs/operations.md, Bounds)
+  // Each agent's ingest, records per second (0: none): back-pressure on its
+  // stream beyond it (server/agent_rate.h). Synthetic agents are not bounded.
+  double max_agent_records_per_s = 50000;
   LiveOptions live;
   double delay_s = 2;             // the engine runs this far behind the wall clock
   double tick_s = 1;              // live clock period

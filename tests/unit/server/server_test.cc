@@ -1423,3 +1423,53 @@ TEST(Authority, GroupedSyntheticAgentsNeedAcceptSimAgents) {
 
 }  // namespace
 }  // namespace netdiag::server
+
+namespace netdiag::server {
+namespace {
+
+// Each agent's ingest is bounded as back-pressure: a stream over its rate
+// waits (nothing is dropped), and another agent's stream does not.
+TEST(AgentRate, AnAgentOverItsRateWaitsAndOthersDoNot) {
+  RunningDaemon d;
+  d.tweak = [](DaemonOptions& o) { o.max_agent_records_per_s = 2000; };
+  d.start();
+  auto stub = v1::Collector::NewStub(
+      grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials()));
+  const std::string a = prober(d.topo), b = otherHost(d.topo);
+  auto batchOf = [&](const std::string& agent, uint64_t seq, int records, const std::string& src) {
+    v1::Batch batch = probeBatch(d.topo, agent, 9, seq, src);
+    for (int i = 1; i < records; ++i) *batch.add_probes() = batch.probes(0);
+    return batch;
+  };
+  std::atomic<int> a_acked{0};
+  std::atomic<bool> a_done{false};
+  const auto start = std::chrono::steady_clock::now();
+  double a_seconds = 0;
+  std::thread fast([&] {
+    RawStream s(*stub);
+    // 5 x 2000 records at 2000/s with a 2 s burst: at least 3 s.
+    for (uint64_t seq = 1; seq <= 5; ++seq) {
+      if (!s.send(batchOf(a, seq, 2000, ""))) return;
+      ++a_acked;
+    }
+    s.finish();
+    a_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    a_done = true;
+  });
+  ASSERT_TRUE(waitFor([&] { return a_acked.load() >= 2; }));
+  bool b_before_a = false;
+  {
+    RawStream s(*stub);
+    ASSERT_TRUE(s.send(batchOf(b, 1, 100, portOf(d.topo, b))));
+    b_before_a = !a_done.load();
+    s.finish();
+  }
+  fast.join();
+  EXPECT_TRUE(b_before_a) << "the other agent waited behind the fast one";
+  EXPECT_GE(a_seconds, 2.9) << "the fast agent was not held to its rate";
+  d.daemon->stop();
+  EXPECT_EQ(d.daemon->analyzer().counters().probes, 5u * 2000 + 100) << "nothing is dropped";
+}
+
+}  // namespace
+}  // namespace netdiag::server
