@@ -14,12 +14,14 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collector/probe_packet.h"
 #include "netdiag/v1/collector.grpc.pb.h"
 #include "tests/cli/cli_harness.h"
 
@@ -333,6 +335,82 @@ TEST_F(HostileClients, OutputFilesAreWrittenSafely) {
   r = run("topo generate leaf-spine --spines 2 --leaves 2 --hosts-per-leaf 2 -o /dev/null");
   ASSERT_EQ(::stat("/dev/null", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+}
+
+// Finding 9: the responder is no reflector for strangers. A real agent whose
+// plan says only 127.0.0.2 probes it answers none of a flood from other
+// sources, counts every refusal, and still answers 127.0.0.2.
+TEST_F(HostileClients, TheResponderAnswersOnlyThePlansProbers) {
+  const int responder_port = 20000 + static_cast<int>(::getpid() % 20000);
+  std::ofstream(path("plan.json"))
+      << R"({"version": 1, "window_s": 1, "responder_port": )" << responder_port
+      << R"(, "probed_by_known": true, "probed_by_addrs": ["127.0.0.2"]})";
+  pid_t agent = ::fork();
+  if (agent == 0) {
+    const std::string cmd = "exec " + std::string(NETDIAG_BIN) +
+                            " agent --node host1 --analyzer 127.0.0.1:1 --plan-file " +
+                            path("plan.json") +
+                            " --responder-address 127.0.0.1 --metrics-address 127.0.0.1:0"
+                            " --lldp false --sysfs-root " +
+                            path("nosys") + " 2>" + path("agent.err");
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto socketFrom = [&](const char* from) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    ::inet_pton(AF_INET, from, &src.sin_addr);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+    return fd;
+  };
+  auto send = [&](int fd, uint32_t seq) {
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(static_cast<uint16_t>(responder_port));
+    ::inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+    collector::ProbePacket p;
+    p.session = 7;
+    p.seq = seq;
+    p.flow = 40000;
+    p.send_ns = 1;
+    const auto bytes = collector::encodeProbe(p);
+    ::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst);
+  };
+  // Replies waiting on fd within `ms`.
+  auto replies = [&](int fd, int ms) {
+    int n = 0;
+    char buf[256];
+    pollfd pf{fd, POLLIN, 0};
+    while (::poll(&pf, 1, ms) == 1 && ::recv(fd, buf, sizeof buf, 0) > 0) ++n;
+    return n;
+  };
+  // One probe from `from`; whether a reply came within 200 ms.
+  auto probe = [&](const char* from, uint32_t seq) {
+    const int fd = socketFrom(from);
+    send(fd, seq);
+    const bool replied = replies(fd, 200) > 0;
+    ::close(fd);
+    return replied;
+  };
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) up = probe("127.0.0.2", static_cast<uint32_t>(i));
+  ASSERT_TRUE(up) << "the agent's responder never answered its planned prober\n"
+                  << slurp(path("agent.err"));
+  const int a = socketFrom("127.0.0.1"), b = socketFrom("127.0.0.3");
+  for (uint32_t i = 0; i < 100; ++i) {
+    send(a, i);
+    send(b, i);
+  }
+  EXPECT_EQ(replies(a, 500) + replies(b, 100), 0) << "a stranger was answered";
+  ::close(a);
+  ::close(b);
+  EXPECT_TRUE(probe("127.0.0.2", 999)) << "the planned prober is still answered";
+  int status = 0;
+  EXPECT_EQ(::waitpid(agent, &status, WNOHANG), 0)
+      << "the agent died: " << slurp(path("agent.err"));
+  ::kill(agent, SIGTERM);
+  ::waitpid(agent, &status, 0);
 }
 
 }  // namespace
