@@ -25,6 +25,9 @@ PortCounters::PortCounters(size_t ports, size_t buckets, double width_s)
 void PortCounters::add(const telemetry::PortRecord& r) {
   State& s = state_[r.port];
   if (r.t < s.t) return;  // an older sample than one already seen
+  if (r.new_origin) {
+    s.rx_packets = s.tx_packets = s.rx_errors = s.tx_drops = s.carrier = std::nullopt;
+  }
   auto rx = delta(s.rx_packets, r.rx_packets);
   auto tx = delta(s.tx_packets, r.tx_packets);
   // CRC errors are the precise signal; rx_errors stands in when absent.

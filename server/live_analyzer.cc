@@ -117,6 +117,10 @@ struct LiveAnalyzer::Impl {
   // other name is counted in `unknown` (one bucket, so junk names on the wire
   // cost nothing each). It holds nothing back: not in the watermark.
   std::map<std::string, AgentState> agents;
+  // Per port, the identity whose counters it last took (0: none yet): when
+  // another one reports the port (a switch moved from the SNMP poller to
+  // its own agent), its counters start from a new origin.
+  std::vector<uint64_t> port_source = std::vector<uint64_t>(topo.portCount(), 0);
   AgentState unknown;
   exporter::IngestCounters counters;
   std::optional<store::Database> db;
@@ -390,6 +394,12 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
     result.duplicate = true;
     result.errors.clear();
     return result;
+  }
+  const uint64_t source = (static_cast<uint64_t>(who.kind) << 32 | who.index) + 1;
+  for (telemetry::PortRecord& r : buffer.ports) {
+    uint64_t& last = m.port_source[r.port];
+    r.new_origin = last != 0 && last != source;
+    last = source;
   }
   auto hold = [&](auto& records) {
     for (size_t i = 0; i < records.size(); ++i) {

@@ -50,6 +50,10 @@ struct PortRecord {
   std::optional<bool> oper_up;
   std::optional<uint64_t> rx_packets, tx_packets, rx_errors, rx_crc_errors, rx_drops, tx_drops,
       fec_uncorrectable, carrier_changes;
+  // Not in the log: the live analyzer sets it when another collector than
+  // the last one reports the port, whose counters then have another origin
+  // (no delta against the last sample).
+  bool new_origin = false;
 };
 
 // A neighbour seen on a port. `neighbor` is kept verbatim: it may name a

@@ -1473,3 +1473,58 @@ TEST(AgentRate, AnAgentOverItsRateWaitsAndOthersDoNot) {
 
 }  // namespace
 }  // namespace netdiag::server
+
+namespace netdiag::server {
+namespace {
+
+// A switch moved from the SNMP poller to its own agent: the agent's carrier
+// count (the kernel's, since boot) is not a jump from the poller's (its own,
+// since it started), so it is no flap; the same jump from one source is.
+TEST(Ingest, AnotherCollectorsCountersStartFromANewOrigin) {
+  for (bool moved : {true, false}) {
+    SCOPED_TRACE(moved ? "poller, then agent" : "agent only");
+    topology::Topology topo = smallFabric();
+    LiveOptions o;
+    const topology::NodeId leaf = *topo.findNode("leaf1");
+    o.collectors = {{"snmp-poller-1", {leaf}}};
+    std::string error;
+    auto live = LiveAnalyzer::create(topo, o, nullptr, wallNow, &error, nullptr);
+    ASSERT_TRUE(live) << error;
+    std::string port;
+    for (topology::PortId p = 0; p < topo.portCount(); ++p) {
+      const auto& pt = topo.port(p);
+      if (pt.node == leaf && pt.link != topology::kNone &&
+          topo.node(topo.port(topo.dirDstPort(topo.egressOf(p))).node).name.rfind("spine", 0) ==
+              0) {
+        port = topo.portRef(p);
+        break;
+      }
+    }
+    ASSERT_FALSE(port.empty());
+    const double now = wallNow();
+    uint64_t seq = 0;
+    auto send = [&](const std::string& agent, double t, uint64_t carrier) {
+      v1::Batch b;
+      b.set_agent(agent);
+      b.set_epoch(1);
+      b.set_seq(++seq);
+      v1::PortCounters* c = b.add_ports();
+      c->set_t(t);
+      c->set_port(port);
+      c->set_oper_up(true);
+      c->set_carrier_changes(carrier);
+      c->set_rx_packets(static_cast<uint64_t>(t - now + 1000) * 1000);
+      EXPECT_EQ(live->ingest(b).not_authorized, 0u);
+    };
+    for (double t : {-60.0, -50.0, -40.0}) send(moved ? "snmp-poller-1" : "leaf1", now + t, 0);
+    for (double t : {-30.0, -20.0, -10.0}) send("leaf1", now + t, 40);
+    live->tick(now);
+    const nlohmann::json located = live->locate();
+    size_t flaps = 0;
+    for (const auto& i : located["incidents"]) flaps += i["kind"] == "link_flap" ? 1 : 0;
+    EXPECT_EQ(flaps, moved ? 0u : 1u) << located.dump(1);
+  }
+}
+
+}  // namespace
+}  // namespace netdiag::server
