@@ -20,7 +20,9 @@ PortCounters::PortCounters(size_t ports, size_t buckets, double width_s)
     : rx_errors_(ports, buckets, width_s),
       tx_drops_(ports, buckets, width_s),
       carrier_(ports, buckets, width_s),
-      state_(ports) {}
+      state_(ports),
+      horizon_s_(static_cast<double>(buckets) * width_s),
+      windows_(ports) {}
 
 void PortCounters::add(const telemetry::PortRecord& r) {
   State& s = state_[r.port];
@@ -38,7 +40,12 @@ void PortCounters::add(const telemetry::PortRecord& r) {
   if (err && *err > 0) rx_errors_.add(r.port, r.t, rx.value_or(0), *err);
   if (rx && (!err || *err == 0)) rx_errors_.add(r.port, r.t, *rx, 0);
   if (drops || tx) tx_drops_.add(r.port, r.t, tx.value_or(0), drops.value_or(0));
-  if (carrier && *carrier > 0) carrier_.add(r.port, r.t, 0, *carrier);
+  if (carrier && *carrier > 0) {
+    carrier_.add(r.port, r.t, 0, *carrier);
+    auto& w = windows_[r.port];
+    if (w.size() == kMaxWindows) w.erase(w.begin());
+    w.push_back({s.t < 0 ? r.t - horizon_s_ : s.t, r.t});
+  }
   if (r.oper_up) {
     s.oper = *r.oper_up ? 1 : 0;
   }

@@ -27,6 +27,13 @@ class PortCounters {
   double carrierChanges(topology::PortId p) const { return carrier_.total(p).k; }
   // Latest reported oper state; nullopt when never reported.
   std::optional<bool> operUp(topology::PortId p) const;
+  // When the port's carrier changed, the last kMaxWindows times (older ones
+  // may be past the horizon: callers compare times): each change lies in
+  // (from, to], between the sample before it and the one that showed it.
+  struct Window {
+    double from, to;
+  };
+  const std::vector<Window>& carrierWindows(topology::PortId p) const { return windows_[p]; }
 
  private:
   struct State {
@@ -36,6 +43,9 @@ class PortCounters {
   };
   BucketedTallies rx_errors_, tx_drops_, carrier_;
   std::vector<State> state_;
+  double horizon_s_;
+  std::vector<std::vector<Window>> windows_;  // per port, oldest first, at most kMaxWindows
+  static constexpr size_t kMaxWindows = 16;
 };
 
 }  // namespace netdiag::analyzer

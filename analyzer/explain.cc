@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -77,7 +78,9 @@ class Explainer {
   double crossedPosterior(const LossySegment& seg, double s, std::optional<double> x) const;
   double unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) const;
   double explainedShare(const Key& key, const Candidate& c, const LossySegment& seg) const;
-  void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false);
+  // `when`: only the segments of windows ending at times it accepts.
+  void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false,
+                 const std::function<bool(double)>* when = nullptr);
   void explain(const Key& key, const Candidate& c);
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
@@ -287,16 +290,18 @@ double Explainer::explainedShare(const Key& key, const Candidate& c,
 // Removes from the evidence what link `d` with loss `x` explains: every
 // segment certainly through it, and segments that may have crossed it on
 // a stretch discovery did not see, by the posterior that they did.
-void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache) {
+void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache,
+                          const std::function<bool(double)>* when) {
   std::vector<bool> certain(segs_.size(), false);
   if (auto it = link_segs_.find(d); it != link_segs_.end()) {
     for (uint32_t i : it->second) {
+      if (when && !(*when)(segs_[i].t)) continue;
       certain[i] = true;
       discount(i, 1.0);
     }
   }
   for (uint32_t i = 0; i < segs_.size(); ++i) {
-    if (certain[i]) continue;
+    if (certain[i] || (when && !(*when)(segs_[i].t))) continue;
     const double s_max = unseenShare(segs_[i], d, doubt_cache);
     if (s_max > 0) discount(i, crossedPosterior(segs_[i], s_max, x));
   }
@@ -312,18 +317,26 @@ void Explainer::explain(const Key& key, const Candidate& c) {
 
 std::vector<Hypothesis> Explainer::run() {
   collectCandidates();
-  // Links the counters report down, or that went down within the horizon
-  // (any carrier change: a flap's first cycle, a link back up after an
-  // outage), explain, first, every loss on flows that crossed (or may have
-  // crossed) them, in both directions: a link is down both ways, and
-  // without one-way counts the replies it dropped would otherwise be
-  // blamed on the uplinks their flows went out on.
+  // Links the counters report down explain, first, every loss on flows
+  // that crossed (or may have crossed) them, in both directions: a link is
+  // down both ways, and without one-way counts the replies it dropped would
+  // otherwise be blamed on the uplinks their flows went out on. A link whose
+  // carrier changed within the horizon (a flap's cycle, a link back up after
+  // an outage, a re-cabling) explains the same, but only for the probe
+  // windows its changes could have touched: a loss that began after the
+  // link came back is new evidence, on it or on anything else.
   for (LinkId l = 0; l < topo_.linkCount(); ++l) {
-    if (!ev_.reportedDown(l) && ev_.carrierChanges(l) < 1) continue;
+    const bool down = ev_.reportedDown(l);
+    if (!down && ev_.carrierChanges(l) < 1) continue;
+    std::optional<std::function<bool(double)>> when;
+    if (!down) {
+      const double window = ev_.bucketWidth();
+      when = [this, l, window](double t) { return ev_.carrierTransientAt(l, t, window); };
+    }
     for (DirLinkId d : {2 * l, 2 * l + 1}) {
-      if (auto it = link_c_.find(d); it != link_c_.end()) it->second.accepted = true;
+      if (auto it = link_c_.find(d); it != link_c_.end() && down) it->second.accepted = true;
       // Flows reroute around such a link, so remembered paths are suspect.
-      explainBy(d, std::nullopt, true);
+      explainBy(d, std::nullopt, true, when ? &*when : nullptr);
     }
   }
   // Segments claimed by a paged incident count for nobody else.

@@ -221,6 +221,15 @@ double FabricEvidence::carrierChanges(LinkId l) const {
                   counters_.carrierChanges(topo_.link(l).b));
 }
 
+bool FabricEvidence::carrierTransientAt(LinkId l, double t, double window_s) const {
+  for (PortId p : {topo_.link(l).a, topo_.link(l).b}) {
+    for (const PortCounters::Window& w : counters_.carrierWindows(p)) {
+      if (w.from < t && t - window_s <= w.to + kCarrierTransientS) return true;
+    }
+  }
+  return false;
+}
+
 bool FabricEvidence::reportedDown(LinkId l) const {
   auto a = counters_.operUp(topo_.link(l).a), b = counters_.operUp(topo_.link(l).b);
   return (a && !*a) || (b && !*b);

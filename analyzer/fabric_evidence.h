@@ -97,6 +97,13 @@ class FabricEvidence {
   // over the horizon: one down/up cycle is 2; flapping is at least two cycles.
   static constexpr double kFlapChanges = 4;
   double carrierChanges(topology::LinkId l) const;
+  // Whether a carrier change of link l (either end) could have caused loss
+  // in a probe window ending at t: the change lies before t and at most
+  // kCarrierTransientS before the window's start.
+  bool carrierTransientAt(topology::LinkId l, double t, double window_s) const;
+  // Rerouting and the window that saw it: how long after a carrier change
+  // its loss may still show in a probe window.
+  static constexpr double kCarrierTransientS = 15;
   bool reportedDown(topology::LinkId l) const;
   bool allLinksDown(topology::NodeId host) const;
   // LLDP: whether port p's neighbour disagrees with the topology, and the

@@ -280,6 +280,35 @@ TEST(EngineRules, ALinkDownIsReportedOnALinkWhoseLossIncidentJustResolved) {
   EXPECT_TRUE(down_found) << describe(f.t, r);
 }
 
+// A carrier change explains the loss of the windows it touched, not every
+// loss on that link for a whole horizon: a fault that begins after the link
+// came back is found on it in the usual time.
+TEST(EngineRules, ALossThatBeginsAfterALinkBouncedIsFoundOnIt) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf1:swp3->spine1:swp1");
+  const PortId a = f.t.dirSrcPort(d), b = f.t.dirDstPort(d);
+  s.at = [&](double t, Mesh& m) {
+    m.down.clear();
+    if (t > 60 && t <= 70) m.down = {d};
+    m.loss.clear();
+    if (t > 100) m.loss[d] = 0.03;
+  };
+  s.tweak = [&](double t, PortId p, Counters& c) {
+    if (p != a && p != b) return;
+    c.up = !(t > 60 && t <= 70);
+    c.carrier = t > 70 ? 2 : t > 60 ? 1 : 0;
+  };
+  Report r = runEngine(f.t, s.build(300));
+  bool found = false;
+  for (const Incident& i : localized(r)) {
+    if (i.kind != IncidentKind::kLinkLoss || i.link != d) continue;
+    found = true;
+    EXPECT_LT(*i.localized_at, 170) << "the bounce hid the new loss for the whole horizon";
+  }
+  EXPECT_TRUE(found) << describe(f.t, r);
+}
+
 TEST(EngineRules, RepeatedCarrierChangesAreALinkFlap) {
   Fabric f;
   Script s(f);
