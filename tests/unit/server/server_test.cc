@@ -296,6 +296,8 @@ struct RunningDaemon {
   std::function<double()> clock;  // empty: the system clock
   double max_future_s = 60;
   std::function<void(DaemonOptions&)> tweak;  // more options (TLS, collectors, ...)
+  // The daemon goes first: its threads log into `logs` until it stops.
+  ~RunningDaemon() { daemon.reset(); }
 
   void start(const std::string& db = "") {
     DaemonOptions o;
