@@ -634,7 +634,41 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
     others_llr = others.k * std::log1p(x / q) +
                  (others.n - others.k) * (std::log1p(-(q + x)) - std::log1p(-q));
   }
-  if (others_llr > -open_llr_) h.candidates.push_back({Key::kNode, host});
+  // And host-side loss, alike on both directions of every flow of the
+  // host, must explain these losses about as well as the link does: with
+  // one-way counts a directed access link loses on one direction only (its
+  // probes out and the replies it sends, or the reverse), which host-side
+  // loss spreads over twice the probes. Round trips cross both directions
+  // of the access link, so without one-way counts the two stay tied.
+  const auto side = side_c0_.find(host);
+  const auto link0 = link_c0_.find(d);
+  bool side_close = true;
+  if (side != side_c0_.end() && link0 != link_c0_.end()) {
+    Candidate s = side->second, l = link0->second;
+    score(s);
+    score(l);
+    side_close = s.llr >= l.llr - std::log(99.0);
+  }
+  // A wire loses alike on every flow that crosses it, whichever end
+  // probed: the host's own flows over this link and the flows of others
+  // must each show the loss. Loss on one side only is the host's own stack
+  // (its prober or its responder), not the cable.
+  const FabricEvidence::OwnFlows mine_all = ev_.ownFlows(host_port);
+  const Tally half = into_host ? mine_all.back : mine_all.out;
+  const double own_n = half.n + std::max(0.0, mine_all.all.n - mine_all.out.n);
+  const double own_k =
+      half.k + std::max(0.0, mine_all.all.k - mine_all.out.k - mine_all.back.k);
+  const Tally whole = ev_.links().total(d);
+  const double rest_n = std::max(0.0, whole.n - own_n);
+  const double rest_k = std::clamp(whole.k - own_k, 0.0, rest_n);
+  auto supports = [&](double n, double k) {
+    k = std::clamp(k, 0.0, n);
+    return k * std::log1p(x / q) + (n - k) * (std::log1p(-(q + x)) - std::log1p(-q)) >=
+           std::log(99.0);
+  };
+  const bool both_ends = supports(own_n, own_k) && supports(rest_n, rest_k);
+  const bool host_refuted = others_llr <= -open_llr_ || (!side_close && both_ends);
+  if (!host_refuted) h.candidates.push_back({Key::kNode, host});
 
   // The upstream links these losses may have crossed unseen, by the losses
   // they could explain (share times what is left of each segment).

@@ -201,6 +201,13 @@ Tally FabricEvidence::sentFrom(PortId host_port) const {
   return slot == kNone ? Tally{} : from_port_.total(3 * size_t{slot});
 }
 
+FabricEvidence::OwnFlows FabricEvidence::ownFlows(PortId host_port) const {
+  const uint32_t slot = host_slot_[host_port];
+  if (slot == kNone) return {};
+  const size_t i = 3 * size_t{slot};
+  return {from_port_.total(i), from_port_.total(i + 1), from_port_.total(i + 2)};
+}
+
 bool FabricEvidence::rxErrorsImplicate(DirLinkId d) const {
   const Tally err = counters_.rxErrors(topo_.dirDstPort(d));
   return err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6;

@@ -82,6 +82,13 @@ class FabricEvidence {
 
   // Probes a host port sent and their losses, over the horizon.
   Tally sentFrom(topology::PortId host_port) const;
+  // The same split by direction: of its one-way records, the probes sent
+  // and the forward losses (out), the probes that arrived and the reverse
+  // losses (back); the rest of `all` are round trips.
+  struct OwnFlows {
+    Tally all, out, back;
+  };
+  OwnFlows ownFlows(topology::PortId host_port) const;
   // Receive errors at the far end of a directed link: at least 10, and at
   // least 1e-6 of the packets received there, over the horizon.
   bool rxErrorsImplicate(topology::DirLinkId d) const;

@@ -223,6 +223,9 @@ struct Mesh {
   // Busy hosts: this share of the replies of every flow to or from them is
   // lost (dropped, or later than the probe timeout), whichever way it went.
   std::map<PortId, double> busy;
+  // Hosts whose stack loses this share of the replies of their own probes
+  // only (a slow prober), or of the probes of others only (a slow responder).
+  std::map<PortId, double> slow_prober, slow_responder;
   bool one_way = false;     // report lost_fwd / lost_rev
   bool reply_known = true;  // report reply_path
   // Whether a record of this flow carries its path (default: always).
@@ -289,6 +292,11 @@ struct Mesh {
     uint32_t lr = lose(sent - lf, rev);
     for (PortId end : {src, dst}) {
       if (auto it = busy.find(end); it != busy.end()) {
+        lr += static_cast<uint32_t>(std::lround((sent - lf - lr) * it->second));
+      }
+    }
+    for (auto [slow, end] : {std::pair{&slow_prober, src}, std::pair{&slow_responder, dst}}) {
+      if (auto it = slow->find(end); it != slow->end()) {
         lr += static_cast<uint32_t>(std::lround((sent - lf - lr) * it->second));
       }
     }

@@ -87,6 +87,49 @@ TEST(Explain, ABusyHostIsExplainedByTheHostNotItsLinks) {
   }
 }
 
+// A cable loses alike on every flow that crosses it, whichever end probed.
+// A host whose stack loses only the replies to its own probes (a slow
+// prober) or only its replies to others (a slow responder) makes one
+// direction of its access link lossy on one end's flows only: that is the
+// host, not the cable, and must not page, though one-way counts are there.
+TEST(Explain, LossOnOneEndsFlowsOnlyIsTheHostNotItsAccessLink) {
+  for (bool prober : {true, false}) {
+    SCOPED_TRACE(prober ? "slow prober" : "slow responder");
+    Fabric f(2, 4, 2);
+    Mesh mesh(f);
+    mesh.one_way = true;
+    mesh.sent = 200;
+    (prober ? mesh.slow_prober : mesh.slow_responder)[f.hosts[3]] = 0.03;
+    FabricEvidence ev(f.t, {});
+    fill(ev, mesh, 120);
+    for (const Hypothesis& h : explainLosses(ev, {})) {
+      if (h.key.kind == Key::kLink) {
+        EXPECT_FALSE(h.candidates.empty()) << f.t.dirLinkName(h.key.id) << " would page";
+      }
+    }
+  }
+}
+
+// The same rate on the cable itself, with one-way counts: both ends' flows
+// lose on the one direction, the host is ruled out and the link pages.
+TEST(Explain, OneWayCountsTellACableFromItsHost) {
+  for (bool into_host : {true, false}) {
+    Fabric f(2, 4, 2);
+    Mesh mesh(f);
+    mesh.one_way = true;
+    mesh.sent = 200;
+    const PortId h3 = f.hosts[3];
+    const DirLinkId d = into_host ? f.t.ingressOf(h3) : f.t.egressOf(h3);
+    mesh.loss[d] = 0.03;
+    FabricEvidence ev(f.t, {});
+    fill(ev, mesh, 120);
+    auto hs = explainLosses(ev, {});
+    ASSERT_FALSE(hs.empty());
+    EXPECT_EQ(hs.front().key, (Key{Key::kLink, d})) << f.t.dirLinkName(hs.front().key.id);
+    EXPECT_TRUE(hs.front().candidates.empty()) << f.t.dirLinkName(d);
+  }
+}
+
 TEST(Explain, ClaimedSegmentsCountForTheirOwnerOnly) {
   Fabric f;
   Mesh mesh(f);

@@ -298,13 +298,14 @@ TEST_F(AnalyzerMetricsTest, PromtoolAcceptsTheExposition) {
 namespace netdiag::exporter {
 namespace {
 
-// An access link of a single-NIC host, lossy with no path discovery: an
-// ambiguity group {link, host}. No netdiag_link_fault; the incident's state
+// An access link of a single-NIC host, lossy, seen by round trips only (no
+// one-way counts to tell its direction from the host's): an ambiguity group
+// {link, host}. No netdiag_link_fault; the incident's state
 // is "ambiguous" and each member has a netdiag_incident_candidate series.
 TEST_F(AnalyzerMetricsTest, AnAmbiguityGroupExportsItsMembersAndNoFault) {
   const topology::DirLinkId bad = fabric.dl("leaf2:swp1->host3:eth0");
   mesh.loss[bad] = 0.04;
-  mesh.one_way = true;
+  mesh.one_way = false;
   mesh.path_known = [](topology::PortId, topology::PortId, size_t) { return false; };
   run(0, 200);
   auto all = parse(text());
