@@ -656,8 +656,7 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   const FabricEvidence::OwnFlows mine_all = ev_.ownFlows(host_port);
   const Tally half = into_host ? mine_all.back : mine_all.out;
   const double own_n = half.n + std::max(0.0, mine_all.all.n - mine_all.out.n);
-  const double own_k =
-      half.k + std::max(0.0, mine_all.all.k - mine_all.out.k - mine_all.back.k);
+  const double own_k = half.k + std::max(0.0, mine_all.all.k - mine_all.out.k - mine_all.back.k);
   const Tally whole = ev_.links().total(d);
   const double rest_n = std::max(0.0, whole.n - own_n);
   const double rest_k = std::clamp(whole.k - own_k, 0.0, rest_n);
