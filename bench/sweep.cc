@@ -263,6 +263,7 @@ struct RunResult {
   std::vector<CalPoint> cal;
   std::vector<LossPoint> loss;
   std::vector<json> fp_incidents;  // the report's false positives, whole (for --runs)
+  std::vector<json> groups;        // incidents never localized (ambiguity groups), whole
   double seconds = 0;
 };
 
@@ -350,7 +351,11 @@ RunResult runDraw(const Draw& d) {
 
   // Loss estimates of found link_loss faults.
   std::map<std::string, const json*> by_id;
-  for (const json& inc : report_json.at("incidents")) by_id[inc.value("id", "")] = &inc;
+  for (const json& inc : report_json.at("incidents")) {
+    by_id[inc.value("id", "")] = &inc;
+    if (inc.value("localized_at", json()).is_null() && out.groups.size() < 32)
+      out.groups.push_back(inc);
+  }
   for (const auto& fp : out.score.false_positives) {
     if (auto it = by_id.find(fp.incident_id); it != by_id.end())
       out.fp_incidents.push_back(*it->second);
@@ -701,6 +706,7 @@ int runSweep(const SweepOptions& o) {
                 {"tp", r.score.found},
                 {"false_positives", fps},
                 {"fp_incidents", r.fp_incidents},
+                {"groups", r.groups},
                 {"misses", misses},
                 {"oracle", orc}}
                .dump()
