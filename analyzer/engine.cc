@@ -43,12 +43,14 @@ struct Engine::Impl {
   IncidentTracker incidents;
   double newest = -INFINITY;
   double next_pass = -INFINITY;
+  const double page_bar;  // pagingBarNats(cfg)
 
   Impl(const Topology& t, EngineConfig c)
       : topo(t),
         cfg(c),
         evidence(t, {c.bucket_s, c.horizon_s, c.expected_flows}),
-        incidents(c.resolve_after_s, c.horizon_s) {}
+        incidents(c.resolve_after_s, c.horizon_s),
+        page_bar(pagingBarNats(c)) {}
 
   // Passes run at boundaries B = k * pass_interval_s of telemetry time, each
   // labeled B and run before the first record later than B is ingested, so
@@ -129,7 +131,8 @@ struct Engine::Impl {
     f.confidence = h.confidence;
     f.loss_ratio = h.loss;
     f.loss_interval = h.loss_interval;
-    const bool strong = h.confidence >= cfg.page_confidence && c.segments >= kMinLossySegments;
+    const bool strong =
+        h.confidence >= cfg.page_confidence && c.segments >= kMinLossySegments && c.llr >= page_bar;
     f.strength = strong ? Finding::Strength::kStrong : Finding::Strength::kWeak;
     return f;
   }
@@ -176,8 +179,9 @@ struct Engine::Impl {
       f.evidence.added_latency_us = s.added_us;
       f.evidence.z = s.z;
       f.evidence.records = s.records;
-      f.strength = f.confidence >= cfg.page_confidence ? Finding::Strength::kStrong
-                                                       : Finding::Strength::kWeak;
+      f.strength = f.confidence >= cfg.page_confidence && s.z * s.z / 2 >= page_bar
+                       ? Finding::Strength::kStrong
+                       : Finding::Strength::kWeak;
       incidents.observe(key, f, now);
     }
   }
@@ -277,7 +281,15 @@ std::vector<std::string> validate(const EngineConfig& c) {
   if (!(c.page_confidence > 0.5 && c.page_confidence < 1)) {
     out.push_back("paging confidence must be between 0.5 and 1");
   }
+  if (!(c.false_pages_per_link_hour > 0 && c.false_pages_per_link_hour < 1)) {
+    out.push_back("false-page budget must be between 0 and 1 per directed link and hour");
+  }
   return out;
+}
+
+double pagingBarNats(const EngineConfig& c) {
+  const double passes_per_hour = 3600.0 / std::max(c.pass_interval_s, 1e-3);
+  return std::log(passes_per_hour / c.false_pages_per_link_hour);
 }
 
 Engine::Engine(const Topology& topo, EngineConfig config)

@@ -31,13 +31,26 @@ struct EngineConfig {
   double pass_interval_s = 5;     // decisions every this many seconds of log time
   double late_tolerance_s = 30;   // records this late still count as in order
   double page_confidence = 0.99;  // localize (page) at or above this posterior
-  double min_loss = 3e-4;         // smallest loss ratio worth a link incident
-  double resolve_after_s = 60;    // clean this long before an incident resolves
-  size_t expected_flows = 0;      // sizes the path memory up front (0: grow as seen)
+  // The false-page budget: expected false pages per directed link and hour
+  // of a healthy fabric. A page needs the log-likelihood ratio of
+  // pagingBarNats(), which this budget sets: 1e-8 is under one false page a
+  // week on a fabric of 500,000 directed links (docs/localization.md §7).
+  double false_pages_per_link_hour = 1e-8;
+  double min_loss = 3e-4;       // smallest loss ratio worth a link incident
+  double resolve_after_s = 60;  // clean this long before an incident resolves
+  size_t expected_flows = 0;    // sizes the path memory up front (0: grow as seen)
 };
 
 // What is wrong with a configuration, one line each (empty: usable).
 std::vector<std::string> validate(const EngineConfig& config);
+
+// The log-likelihood ratio (nats) a hypothesis needs to page: ln(passes per
+// hour / budget). With no fault, a directed link's ratio reaches t in a
+// pass with probability at most e^-t (Chernoff; the two horizons and the
+// scan over short windows are paid for inside the ratio), so over an
+// hour's passes each link pages falsely at most `false_pages_per_link_hour`
+// times, however long the run and however large the fabric.
+double pagingBarNats(const EngineConfig& config);
 
 struct IngestStats {
   uint64_t probes = 0, ports = 0, lldp = 0;

@@ -8,7 +8,12 @@
 // incidents found against the scenario's truth.
 //
 //   analyzer_scale DURATION_S [--fabric SPEC] [--onset S] [--seed N]
-//                  [--count-first] [--rss-every N]
+//                  [--count-first] [--rss-every N] [--clean] [--one-way SHARE]
+//
+// --clean injects no fault: every localized incident is a false page, and
+// the run prints the directed link-hours it tested (the false-page rate of
+// docs/benchmarks.md). --one-way sets the share of records with one-way
+// counts (default 1, as netdiag's agents send them).
 //
 // The engine's time is taken inside a wrapping sink around every call (TSC
 // ticks, calibrated against the wall clock over the run): a pass runs inside
@@ -149,6 +154,8 @@ int main(int argc, char** argv) {
   double onset = 10;
   uint64_t seed = 1;
   bool count_first = false;
+  bool clean = false;
+  double one_way = 1.0;
   int rss_every = 12;  // one sample a minute of log time
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -162,6 +169,10 @@ int main(int argc, char** argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (i + 1 < argc && a == "--rss-every") {
       rss_every = std::atoi(argv[++i]);
+    } else if (a == "--clean") {
+      clean = true;
+    } else if (i + 1 < argc && a == "--one-way") {
+      one_way = std::atof(argv[++i]);
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -178,7 +189,8 @@ int main(int argc, char** argv) {
   f.link.to = "spine";
   f.loss = 0.01;
   f.onset = onset;
-  sc.faults.push_back(f);
+  if (!clean) sc.faults.push_back(f);
+  sc.noise.one_way = one_way;
 
   auto t0 = Clock::now();
   std::vector<topology::Diagnostic> errors;
@@ -328,7 +340,12 @@ int main(int argc, char** argv) {
       {"fault_link", truth_link},
       {"fault_localized", found},
       {"localized_at", localized_at},
-      {"onset", onset}};
+      {"onset", clean ? NAN : onset},
+      {"clean", clean},
+      {"one_way", one_way},
+      // Tested from the first pass on: every directed link, every pass.
+      {"directed_link_hours", static_cast<double>(topo->dirLinkCount()) * sc.duration_s / 3600.0},
+      {"paging_bar_nats", analyzer::pagingBarNats(analyzer::EngineConfig{})}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

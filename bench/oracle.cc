@@ -17,7 +17,7 @@ double binomialLlr(double n, double k, double p0) {
 Oracle::Oracle(const topology::Topology& topo, const sim::Truth& truth, OracleConfig config)
     : topo_(topo), config_(config) {
   const double m = static_cast<double>(topo.dirLinkCount() + topo.nodeCount());
-  bar_ = std::max(8.0, std::log(m) + std::log(2.0));
+  bar_ = config.bar > 0 ? config.bar : std::max(8.0, std::log(m) + std::log(2.0));
   for (const sim::TruthItem& f : truth.faults) {
     if (f.kind == "link_latency") continue;  // no loss to test
     auto d = topo.findDirLink(f.link);

@@ -7,8 +7,8 @@
 // against one direction's background where the record has them, the round
 // trip otherwise — with a binomial log-likelihood ratio against the run's
 // background loss, over the same horizon (180 s) and passes (every 5 s) as
-// netdiag's engine, at the bar netdiag pays for testing every link:
-// max(8, ln(directed links + nodes) + ln 2) nats.
+// netdiag's engine, at the bar netdiag pays to page (its false-page budget,
+// analyzer::pagingBarNats, plus the ln 2 netdiag's two horizons pay).
 //
 // It needs what netdiag cannot have (the truth), so it is a floor on the
 // time to localize, not a method; it never names a link it was not told.
@@ -28,6 +28,9 @@ struct OracleConfig {
   double horizon_s = 180;
   double pass_s = 5;
   double background_loss = 1e-5;  // per directed link and packet, as the scenario has it
+  // The bar netdiag pays to page (analyzer::pagingBarNats of its config),
+  // which the oracle pays too: 0 leaves the oracle its own max(8, ln M + ln 2).
+  double bar = 0;
 };
 
 struct OracleFault {

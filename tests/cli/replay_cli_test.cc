@@ -3,6 +3,7 @@
 // first), prints a report (formats.md §3) that `netdiag score` accepts, and
 // exits 1 while a fault is still open at the end, 0 on a healthy fabric.
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -273,6 +274,36 @@ TEST_F(ReplayCliTest, ExitCodeIs0OnTheBaselineAnd1WhileAFaultIsOpen) {
   // Bad usage is 2.
   EXPECT_EQ(run("replay --telemetry " + path("log.jsonl")).code, 2);
   EXPECT_EQ(run("replay --topology " + topo() + " --telemetry " + path("missing.jsonl")).code, 2);
+}
+
+// The false-page budget sets the evidence a page needs: a tighter budget
+// pages later (never sooner) on the same log, one beyond what the fault
+// gives never pages, and nonsense is refused.
+TEST_F(ReplayCliTest, TheFalsePageBudgetSetsTheEvidenceAPageNeeds) {
+  simulate("gray_loss.yaml", 240);
+  const std::string log = " --topology " + topo() + " --telemetry " + path("log.jsonl");
+  for (const char* bad : {"0", "1", "-1e-8", "nan"}) {
+    Outcome r = run("replay" + log + " --false-page-budget " + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("false-page budget")) << bad;
+  }
+  auto firstPage = [&](const std::string& budget) {
+    Outcome r = run("replay" + log + " --json --false-page-budget " + budget);
+    EXPECT_EQ(r.code, 1) << r.err;
+    double first = INFINITY;
+    const auto report = nlohmann::json::parse(r.out);
+    for (const auto& i : report["incidents"]) {
+      if (i.value("kind", "") == "link_loss" && !i["localized_at"].is_null()) {
+        first = std::min(first, i["localized_at"].get<double>());
+      }
+    }
+    return first;
+  };
+  // 1e-300 needs ln(720e300) ~ 698 nats, more than this log's fault gives.
+  const double loose = firstPage("1e-4"), usual = firstPage("1e-8"), tight = firstPage("1e-300");
+  ASSERT_TRUE(std::isfinite(loose));
+  EXPECT_LE(loose, usual);
+  EXPECT_LT(usual, tight);
 }
 
 // The horizons are settings, checked before any work; a localized loss
