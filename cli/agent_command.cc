@@ -2,18 +2,13 @@
 // or SIGINT. Every flag is also a key of the YAML file given with --config
 // (flags win); see collector/agent_config.h for the keys.
 
-#include <atomic>
-#include <ctime>
 #include <iostream>
 #include <map>
-#include <thread>
-
-#include <pthread.h>
-#include <signal.h>
 
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/stop_signals.h"
 #include "collector/agent.h"
 #include "collector/agent_config.h"
 
@@ -55,13 +50,8 @@ int runAgent(const std::string& config_file, const std::map<std::string, CLI::Op
   }
   if (bad) return kExitError;
 
-  // Signals go to one waiting thread, never to a thread in the middle of
-  // work: block them before any thread (gRPC, metrics, prober) starts.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // Before any thread (gRPC, metrics, prober) starts.
+  StopSignals signals;
 
   std::string error;
   auto agent = collector::Agent::create(cfg, logLine, &error);
@@ -73,21 +63,7 @@ int runAgent(const std::string& config_file, const std::map<std::string, CLI::Op
     logLine("metrics on http://" + cfg.metrics_address.substr(0, cfg.metrics_address.rfind(':')) +
             ":" + std::to_string(agent->metricsPort()) + "/metrics");
   }
-  std::atomic<bool> done{false};
-  std::thread waiter([&] {
-    const timespec tick{0, 200 * 1000 * 1000};
-    while (!done.load()) {
-      const int sig = sigtimedwait(&sigs, nullptr, &tick);
-      if (sig == SIGTERM || sig == SIGINT) {
-        logLine(std::string("got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", shutting down");
-        agent->requestStop();
-        return;
-      }
-    }
-  });
-  agent->run();
-  done = true;
-  waiter.join();
+  signals.runUntilStopped([&] { agent->run(); }, [&] { agent->requestStop(); }, logLine);
   return kExitOk;
 }
 

@@ -4,18 +4,14 @@
 // on a command line. --once polls every switch once and prints the records
 // as the telemetry log of formats.md §2 (a check of a new config).
 
-#include <atomic>
-#include <ctime>
 #include <iostream>
-#include <thread>
 
 #include <prometheus/registry.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/stop_signals.h"
 #include "collector/snmp/poller_config.h"
 #include "collector/snmp/poller_process.h"
 #include "collector/snmp/snmp_poller.h"
@@ -111,11 +107,7 @@ int runPoll(const PollFlags& f) {
                    f.once_timeout, f.rounds);
   }
 
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  StopSignals signals;  // before the poller's threads start
   std::string error;
   auto poller = collector::snmp::PollerProcess::create(cfg, std::move(known), logLine, &error);
   if (!poller) {
@@ -126,21 +118,7 @@ int runPoll(const PollFlags& f) {
     logLine("metrics on http://" + cfg.metrics_address.substr(0, cfg.metrics_address.rfind(':')) +
             ":" + std::to_string(poller->metricsPort()) + "/metrics");
   }
-  std::atomic<bool> done{false};
-  std::thread waiter([&] {
-    const timespec tick{0, 200 * 1000 * 1000};
-    while (!done.load()) {
-      const int sig = sigtimedwait(&sigs, nullptr, &tick);
-      if (sig == SIGTERM || sig == SIGINT) {
-        logLine(std::string("got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", shutting down");
-        poller->requestStop();
-        return;
-      }
-    }
-  });
-  poller->run();
-  done = true;
-  waiter.join();
+  signals.runUntilStopped([&] { poller->run(); }, [&] { poller->requestStop(); }, logLine);
   return kExitOk;
 }
 
