@@ -85,6 +85,7 @@ class Explainer {
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
   void accessAmbiguity(Hypothesis& h);
+  const std::unordered_set<DirLinkId>& slowLinks();
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
@@ -111,6 +112,7 @@ class Explainer {
   // The state before the greedy search (after counters and claims).
   std::unordered_map<uint32_t, Candidate> link_c0_, node_c0_, side_c0_;
   std::vector<double> unexplained0_;
+  std::optional<std::unordered_set<DirLinkId>> slow_links_;  // slowLinks(), once asked
 };
 
 // One-way counts are tested against one direction's background, round
@@ -595,6 +597,21 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
   return best;
 }
 
+// Links whose flows are slower than their peers' at z^2 / 2 >= ln 99, after
+// explaining away (any added delay: a host's stack, not a fabric fault).
+const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
+  if (!slow_links_) {
+    slow_links_.emplace();
+    EcmpShares& shares = ev_.shares();
+    auto share = [&shares](NodeId from, NodeId to, DirLinkId d) {
+      return shares.share(from, to, d);
+    };
+    const double z = std::sqrt(2 * std::log(99.0));
+    for (const SlowLink& s : ev_.latency().slowLinks(0, z, share)) slow_links_->insert(s.link);
+  }
+  return *slow_links_;
+}
+
 // An access link sees every flow of its host for certain, so two other
 // explanations fit its evidence as well as it does, and probes alone can
 // rule them out only in some cases:
@@ -666,7 +683,16 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
            std::log(99.0);
   };
   const bool both_ends = supports(own_n, own_k) && supports(rest_n, rest_k);
-  const bool host_refuted = others_llr <= -open_llr_ || (!side_close && both_ends);
+  // A stack too busy to answer on time also answers late the probes it
+  // does answer; a lossy cable delays nothing. Replies slower than their
+  // peers' on either direction of the access link (z^2 / 2 over ln 99) keep
+  // the host in the group: a host dropping what it receives looks exactly
+  // like the cable into it, and only its delay tells.
+  // Explained away first: a slow link elsewhere on some of the host's flows
+  // lifts the access link's mean too.
+  const std::unordered_set<DirLinkId>& slow = slowLinks();
+  const bool host_slow = slow.contains(d) || slow.contains(Topology::reverse(d));
+  const bool host_refuted = others_llr <= -open_llr_ || (!side_close && both_ends && !host_slow);
   if (!host_refuted) h.candidates.push_back({Key::kNode, host});
 
   // The upstream links these losses may have crossed unseen, by the losses

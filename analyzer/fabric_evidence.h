@@ -77,6 +77,7 @@ class FabricEvidence {
   void claim(uint32_t segment, uint64_t owner);
   const PortCounters& counters() const { return counters_; }
   LatencyEvidence& latency() { return latency_; }
+  const LatencyEvidence& latency() const { return latency_; }
   // The ECMP share cache (a cache: answering fills it).
   EcmpShares& shares() const { return shares_; }
 

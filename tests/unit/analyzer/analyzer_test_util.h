@@ -226,6 +226,10 @@ struct Mesh {
   // Hosts whose stack loses this share of the replies of their own probes
   // only (a slow prober), or of the probes of others only (a slow responder).
   std::map<PortId, double> slow_prober, slow_responder;
+  // Hosts whose stack drops this share of what it receives (probes to it on
+  // the way in, replies to its own probes on the way back), and hosts whose
+  // stack adds this much to the round trip of every flow to or from them.
+  std::map<PortId, double> receive_drop, stack_delay_us;
   bool one_way = false;     // report lost_fwd / lost_rev
   bool reply_known = true;  // report reply_path
   // Whether a record of this flow carries its path (default: always).
@@ -289,7 +293,13 @@ struct Mesh {
       return r;
     }
     uint32_t lf = lose(sent, fwd);
+    if (auto it = receive_drop.find(dst); it != receive_drop.end()) {
+      lf += static_cast<uint32_t>(std::lround((sent - lf) * it->second));
+    }
     uint32_t lr = lose(sent - lf, rev);
+    if (auto it = receive_drop.find(src); it != receive_drop.end()) {
+      lr += static_cast<uint32_t>(std::lround((sent - lf - lr) * it->second));
+    }
     for (PortId end : {src, dst}) {
       if (auto it = busy.find(end); it != busy.end()) {
         lr += static_cast<uint32_t>(std::lround((sent - lf - lr) * it->second));
@@ -308,6 +318,12 @@ struct Mesh {
     if (r.lost < r.sent) {
       r.rtt_us_p50 = 10;
       r.rtt_us_p99 = 20;
+      for (PortId end : {src, dst}) {
+        if (auto it = stack_delay_us.find(end); it != stack_delay_us.end()) {
+          r.rtt_us_p50 += it->second;
+          r.rtt_us_p99 += it->second;
+        }
+      }
     }
     if (with_path) {
       r.path = fwd;

@@ -110,6 +110,27 @@ TEST(Explain, LossOnOneEndsFlowsOnlyIsTheHostNotItsAccessLink) {
   }
 }
 
+// A host whose stack drops what it receives loses exactly what the cable
+// into it would (others' probes on the way in, the replies to its own on the
+// way back); what tells them apart is that a stack too busy to receive is
+// also late with what it does answer, and a cable delays nothing.
+TEST(Explain, AHostDroppingWhatItReceivesAndLateIsNotItsCable) {
+  Fabric f(2, 4, 2);
+  Mesh mesh(f);
+  mesh.one_way = true;
+  mesh.sent = 200;
+  mesh.reply_known = false;
+  mesh.receive_drop[f.hosts[3]] = 0.03;
+  mesh.stack_delay_us[f.hosts[3]] = 400;
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  for (const Hypothesis& h : explainLosses(ev, {})) {
+    if (h.key.kind == Key::kLink) {
+      EXPECT_FALSE(h.candidates.empty()) << f.t.dirLinkName(h.key.id) << " would page";
+    }
+  }
+}
+
 // The same rate on the cable itself, with one-way counts: both ends' flows
 // lose on the one direction, the host is ruled out and the link pages.
 TEST(Explain, OneWayCountsTellACableFromItsHost) {
