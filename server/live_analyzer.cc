@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -177,6 +178,9 @@ struct LiveAnalyzer::Impl {
   // bucket, so junk names on the wire cost nothing each).
   std::map<std::string, AgentState> agents;
   AgentState unknown;
+  // Every entry's `newest`, so the watermark's minimum costs O(1) per round
+  // whatever the number of agents.
+  std::multiset<double> newest_by_agent;
   exporter::IngestCounters counters;
   analyzer::IngestStats engine_stats;  // copied by the engine thread before each ack
   size_t held_records = 0, pending_batches = 0;
@@ -218,6 +222,13 @@ struct LiveAnalyzer::Impl {
   double behind_logged_at = -std::numeric_limits<double>::infinity();
   std::thread thread;
 
+  // The entry of a known identity, made on first use.
+  AgentState& agentLocked(const std::string& name) {
+    auto [it, made] = agents.try_emplace(name);
+    if (made) newest_by_agent.insert(it->second.newest);
+    return it->second;
+  }
+
   // The ledger's engine-side view, for readers.
   exporter::IngestCounters countersLocked() const {
     exporter::IngestCounters c = counters;
@@ -252,7 +263,7 @@ struct LiveAnalyzer::Impl {
         static_cast<uint64_t>(batch.probes_size()) + batch.ports_size() + batch.lldp_size();
     counters.not_authorized += n;
     const bool known = who.kind != Authority::Kind::kUnknown;
-    AgentState& a = known ? agents[name] : unknown;
+    AgentState& a = known ? agentLocked(name) : unknown;
     a.not_authorized += n;
     auto tail = a.authority_log.due(clock(), n);
     if (!tail) return {};
@@ -292,7 +303,7 @@ struct LiveAnalyzer::Impl {
     double w = std::numeric_limits<double>::infinity();
     {
       std::lock_guard lk(ledger_mu);
-      for (const auto& [name, a] : agents) w = std::min(w, a.newest);
+      if (!newest_by_agent.empty()) w = *newest_by_agent.begin();
     }
     w = std::max(w, now - options.delay_s);
     w = std::min(w, now + options.max_future_s);
@@ -351,8 +362,12 @@ struct LiveAnalyzer::Impl {
     p->remaining = result.accepted;
     {
       std::lock_guard lk(ledger_mu);
-      AgentState& agent = agents[b.agent];
-      agent.newest = std::max(agent.newest, newest);
+      AgentState& agent = agentLocked(b.agent);
+      if (newest > agent.newest) {
+        newest_by_agent.erase(newest_by_agent.find(agent.newest));
+        newest_by_agent.insert(newest);
+        agent.newest = newest;
+      }
       ++counters.batches;
       counters.malformed += b.malformed;
       counters.future += b.future;
@@ -637,7 +652,7 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
   }
   {
     std::lock_guard lk(m.ledger_mu);
-    m.agents[batch.agent()].last_seen = m.clock();
+    m.agentLocked(batch.agent()).last_seen = m.clock();
   }
   DecodedBatch d;
   d.agent = batch.agent();
@@ -751,7 +766,7 @@ std::string LiveAnalyzer::flush() {
 void LiveAnalyzer::streamOpened(const std::string& agent) {
   if (impl_->authority.identify(agent).kind == Authority::Kind::kUnknown) return;
   std::lock_guard lk(impl_->ledger_mu);
-  AgentState& a = impl_->agents[agent];
+  AgentState& a = impl_->agentLocked(agent);
   ++a.streams;
   a.last_seen = impl_->clock();
 }
@@ -760,7 +775,7 @@ void LiveAnalyzer::streamClosed(const std::string& agent) {
   if (impl_->authority.identify(agent).kind == Authority::Kind::kUnknown) return;
   {
     std::lock_guard lk(impl_->ledger_mu);
-    AgentState& a = impl_->agents[agent];
+    AgentState& a = impl_->agentLocked(agent);
     if (a.streams > 0) --a.streams;
   }
   impl_->queue.wake();  // the watermark may move
