@@ -9,6 +9,8 @@
 # load generator on the same cores) and its peak RSS.
 #
 # usage: bench/live_ingest.sh [BUILD_DIR] [SIZE] [AGENTS] [DURATION_S]
+#   ANALYZER_ARGS (environment): more flags for the analyzer, e.g.
+#   "--ingest-queue-records 4096" to run it under backpressure.
 #   SIZE: small (leaf-spine 4x16x16, 256 host ports), medium (rail, 12,800
 #   host ports) or 100k (rail, 102,400 host ports); default medium.
 set -euo pipefail
@@ -35,7 +37,7 @@ esac
 
 "$netdiag" analyzer --topology "$work/fabric.yaml" \
   --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' \
-  --accept-sim-agents "$agents" 2>"$work/analyzer.err" &
+  --accept-sim-agents "$agents" ${ANALYZER_ARGS:-} 2>"$work/analyzer.err" &
 analyzer_pid=$!
 for _ in $(seq 600); do
   grep -q 'listening:' "$work/analyzer.err" 2>/dev/null && break
@@ -49,7 +51,9 @@ grpc=$(grep -o 'grpc=127.0.0.1:[0-9]*' "$work/analyzer.err" | cut -d= -f2 || tru
 
 http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
 # Nothing may be dropped or aged out: the analyzer's own counters say so.
-too_late=$(curl -s "$http/metrics" | awk '/^netdiag_ingest_too_late_records_total / {print $2}')
+curl -s "$http/metrics" >"$work/metrics.txt" || true
+too_late=$(awk '/^netdiag_ingest_too_late_records_total / {print $2}' "$work/metrics.txt")
+blocked=$(awk '/^netdiag_ingest_queue_blocked_seconds_total / {print $2}' "$work/metrics.txt")
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$analyzer_pid/status")
 # Fields 14 and 15 of /proc/PID/stat (after the parenthesized name): utime, stime.
 ticks=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13}')
@@ -58,4 +62,4 @@ rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '
 records=$(grep -o 'delivered [0-9,]* records' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
 cpu_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
-echo "live_ingest size=$size agents=$agents duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss too_late=${too_late:-n/a}"
+echo "live_ingest size=$size agents=$agents duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"
