@@ -313,17 +313,22 @@ struct LiveAnalyzer::Impl {
   // Dedup, port origins, the agent's counters, then into the reorder buffer.
   void accept(DecodedBatch& b,
               std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
-    if (dedup.seen(b.agent, b.epoch, b.seq)) {
-      BatchResult dup;
-      dup.duplicate = true;
+    // A copy of a batch still in the reorder buffer is acked with it, even
+    // when dedup forgot its epoch meanwhile (many epochs sent since): its
+    // records are counted once, and a second Pending under the same key
+    // would leave the buffer pointing at a freed one.
+    std::string key = dedupKey(b.agent, b.epoch, b.seq);
+    auto it = pending.find(key);
+    if (it != pending.end() || dedup.seen(b.agent, b.epoch, b.seq)) {
       {
         std::lock_guard lk(ledger_mu);
         ++counters.duplicate_batches;
       }
-      auto it = pending.find(dedupKey(b.agent, b.epoch, b.seq));
       if (it != pending.end()) {
-        it->second->duplicates.push_back(std::move(b.done));  // acked with the first copy
+        it->second->duplicates.push_back(std::move(b.done));
       } else {
+        BatchResult dup;
+        dup.duplicate = true;
         completed.emplace_back(std::move(b.done), std::move(dup));
       }
       return;
@@ -336,7 +341,7 @@ struct LiveAnalyzer::Impl {
       last = source;
     }
     auto p = std::make_unique<Pending>();
-    p->key = dedupKey(b.agent, b.epoch, b.seq);
+    p->key = key;
     p->done = std::move(b.done);
     BatchResult& result = p->result;
     result.future = b.future;
@@ -391,10 +396,7 @@ struct LiveAnalyzer::Impl {
       completed.emplace_back(std::move(p->done), std::move(p->result));
       return;
     }
-    // A resend of an older epoch/seq that dedup forgot could share the key;
-    // the first copy keeps it (the second is then acked on its own).
-    const std::string key = p->key;
-    pending.try_emplace(key, std::move(p));
+    pending.emplace(std::move(key), std::move(p));  // not there: checked above
   }
 
   // Hands the engine every held record at or below the watermark (all of

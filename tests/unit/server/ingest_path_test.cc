@@ -173,6 +173,35 @@ TEST(AckContract, ABatchIsAcknowledgedOnlyOnceItsRecordsAreInTheEngine) {
   EXPECT_EQ(live->counters().too_late, 0u);
 }
 
+// A copy of a held batch after dedup forgot its epoch (the agent sent many
+// epochs since) still waits for, and counts as, the first copy.
+TEST(AckContract, ACopyOfAHeldBatchIsADuplicateEvenWhenDedupForgotItsEpoch) {
+  const topology::Topology topo = smallFabric();
+  const double t0 = 1.7e9;
+  std::atomic<double> now{t0};
+  std::string error;
+  auto live = LiveAnalyzer::create(
+      topo, {}, nullptr, [&] { return now.load(); }, &error, nullptr);
+  ASSERT_TRUE(live) << error;
+  live->ingest(probes(topo, 0, 1, t0 - 1, 1));  // agent A, behind: holds B's records
+  std::promise<void> first, copy;
+  live->submit(probes(topo, 4, 1, t0 + 1, 2), [&](BatchResult) { first.set_value(); });
+  for (uint64_t epoch = 2; epoch < 12; ++epoch) {  // B's empty batches of other epochs
+    v1::Batch empty = probes(topo, 4, 1, t0, 0);
+    empty.set_epoch(epoch);
+    live->ingest(empty);
+  }
+  live->submit(probes(topo, 4, 1, t0 + 1, 2), [&](BatchResult r) {
+    EXPECT_TRUE(r.duplicate);
+    copy.set_value();
+  });
+  ASSERT_TRUE(waitFor([&] { return live->counters().duplicate_batches == 1; }));
+  now = t0 + 10;
+  first.get_future().get();
+  copy.get_future().get();
+  EXPECT_EQ(live->counters().probes, 3u) << "the copy's records are not ingested again";
+}
+
 // ---- backpressure -------------------------------------------------------------
 
 struct Gated {
