@@ -4,9 +4,13 @@
 # simulated fabric from many concurrent synthetic agents (one gRPC stream
 # each; fewer than the nodes, so grouped sim-<i> agents, which the analyzer
 # accepts with --accept-sim-agents for the same count). Reports the records/s the analyzer acknowledged (each ack is sent
-# after the batch is in the engine) and the analyzer's peak RSS.
+# after the batch is in the engine), the analyzer's own CPU time per record
+# acknowledged (utime + stime from /proc/PID/stat, which holds even with the
+# load generator on the same cores) and its peak RSS.
 #
 # usage: bench/live_ingest.sh [BUILD_DIR] [SIZE] [AGENTS] [DURATION_S]
+#   ANALYZER_ARGS (environment): more flags for the analyzer, e.g.
+#   "--ingest-queue-records 4096" to run it under backpressure.
 #   SIZE: small (leaf-spine 4x16x16, 256 host ports), medium (rail, 12,800
 #   host ports) or 100k (rail, 102,400 host ports); default medium.
 set -euo pipefail
@@ -33,7 +37,7 @@ esac
 
 "$netdiag" analyzer --topology "$work/fabric.yaml" \
   --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' \
-  --accept-sim-agents "$agents" 2>"$work/analyzer.err" &
+  --accept-sim-agents "$agents" ${ANALYZER_ARGS:-} 2>"$work/analyzer.err" &
 analyzer_pid=$!
 for _ in $(seq 600); do
   grep -q 'listening:' "$work/analyzer.err" 2>/dev/null && break
@@ -45,7 +49,17 @@ grpc=$(grep -o 'grpc=127.0.0.1:[0-9]*' "$work/analyzer.err" | cut -d= -f2 || tru
 "$netdiag" simulate --topology "$work/fabric.yaml" --duration "$duration" \
   --live "$grpc" --speed 0 --agents "$agents" --live-timeout 300 2>&1 | tee "$work/simulate.err" >&2
 
+http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
+# Nothing may be dropped or aged out: the analyzer's own counters say so.
+curl -s "$http/metrics" >"$work/metrics.txt" || true
+too_late=$(awk '/^netdiag_ingest_too_late_records_total / {print $2}' "$work/metrics.txt")
+blocked=$(awk '/^netdiag_ingest_queue_blocked_seconds_total / {print $2}' "$work/metrics.txt")
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$analyzer_pid/status")
+# Fields 14 and 15 of /proc/PID/stat (after the parenthesized name): utime, stime.
+ticks=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13}')
 kill -TERM "$analyzer_pid"; wait "$analyzer_pid" || true; analyzer_pid=
 rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '(),' | awk '{print $1}')
-echo "live_ingest size=$size agents=$agents duration_s=$duration records_per_s=$rate analyzer_peak_rss_kib=$rss"
+records=$(grep -o 'delivered [0-9,]* records' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
+cpu_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
+  'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
+echo "live_ingest size=$size agents=$agents duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"

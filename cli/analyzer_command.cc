@@ -36,6 +36,8 @@ struct AnalyzerOptions {
   uint32_t dscp = 0;
   double delay_s = 2;
   double max_future_s = 60;
+  size_t ingest_queue_records = server::LiveOptions{}.queue_records;
+  size_t recent_incidents = server::LiveOptions{}.recent_incidents;
   analyzer::EngineConfig engine;
   uint64_t plan_seed = 1;
   std::string tls_cert, tls_key, tls_ca;
@@ -112,6 +114,8 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.web_listen = o.web_listen;
   d.delay_s = o.delay_s;
   d.live.max_future_s = o.max_future_s;
+  d.live.queue_records = o.ingest_queue_records;
+  d.live.recent_incidents = o.recent_incidents;
   d.live.budget.probes_per_second = o.probe_rate;
   d.live.sizing.max_probes_per_second = o.max_probe_rate;
   d.live.budget.flows_per_peer = o.flows_per_peer;
@@ -221,6 +225,15 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "later are rejected (raise it for simulate --live at speeds above 1)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--ingest-queue-records", o->ingest_queue_records,
+                  "Decoded records queued for the engine thread at most; beyond it agent "
+                  "streams wait (flow control), nothing is dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  cmd->add_option("--recent-incidents", o->recent_incidents,
+                  "Resolved incidents kept in memory beside the open ones (older history is "
+                  "read from --db; without one, this is the history served)")
+      ->capture_default_str();
   cmd->add_option("--plan-seed", o->plan_seed, "Seed of the probe plan's peer choice")
       ->capture_default_str();
   auto* cert =

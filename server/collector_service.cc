@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -29,6 +32,89 @@ bool readFile(const std::string& path, std::string& out) {
 }
 
 }  // namespace
+
+// A stream's acks, written from a thread of their own: a batch is acked only
+// once its records are in the engine (about the reorder delay later), so the
+// stream must go on reading meanwhile; the agent keeps a window of batches in
+// flight. The engine thread only queues here, never waits.
+class CollectorService::AckQueue {
+ public:
+  void expect() {
+    std::lock_guard lk(mu_);
+    ++outstanding_;
+  }
+  void ready(const Header& h, BatchResult r) {
+    {
+      std::lock_guard lk(mu_);
+      ready_.emplace_back(h, std::move(r));
+    }
+    cv_.notify_all();
+  }
+  // The writer thread: `write` each ready ack until stop(); once a write
+  // fails (the stream is gone) the rest are dropped: the agent resends them.
+  template <typename Write>
+  void run(Write&& write) {
+    std::unique_lock lk(mu_);
+    bool ok = true;
+    for (;;) {
+      cv_.wait(lk, [&] { return stopped_ || !ready_.empty(); });
+      if (ready_.empty()) return;
+      auto [h, r] = std::move(ready_.front());
+      ready_.pop_front();
+      lk.unlock();
+      if (ok) ok = write(h, r);
+      lk.lock();
+      --outstanding_;
+      cv_.notify_all();
+    }
+  }
+  // Waits until every expected ack is written, or `cancelled()`.
+  template <typename Cancelled>
+  void drain(Cancelled&& cancelled) {
+    std::unique_lock lk(mu_);
+    // Bounded waits: cancellation is not signalled here.
+    while (outstanding_ > 0 && !stopped_ && !cancelled()) {
+      cv_.wait_for(lk, std::chrono::milliseconds(100));
+    }
+  }
+  // Ends run() once the acks ready now are written; later ones are dropped.
+  void stop() {
+    {
+      std::lock_guard lk(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<Header, BatchResult>> ready_;
+  size_t outstanding_ = 0;
+  bool stopped_ = false;
+};
+
+void CollectorService::report(const Header& h, const BatchResult& r, const std::string& peer) {
+  if (!log_) return;
+  if (!r.authority_log.empty()) log_(r.authority_log + " (" + peer + ")");
+  const std::string batch =
+      " (" + peer + ") batch " + std::to_string(h.epoch) + "/" + std::to_string(h.seq) + ": ";
+  if (!r.errors.empty()) {
+    std::string msg =
+        "agent " + shown(h.agent) + batch + std::to_string(r.errors.size()) + " rejected";
+    if (r.future > 0) msg += " (" + std::to_string(r.future) + " from the future: clock ahead?)";
+    msg += ": ";
+    for (size_t i = 0; i < r.errors.size() && i < kLoggedErrorsPerBatch; ++i) {
+      msg += (i ? "; " : "") + r.errors[i];
+    }
+    if (r.errors.size() > kLoggedErrorsPerBatch) msg += "; ...";
+    log_(msg);
+  }
+  if (!r.warnings.empty()) {
+    log_("agent " + shown(h.agent) + batch + std::to_string(r.warnings.size()) +
+         " record(s) kept without their path, first: " + r.warnings[0]);
+  }
+}
 
 std::vector<std::string> peerIdentities(const grpc::ServerContext& context) {
   std::vector<std::string> names;
@@ -61,8 +147,24 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
     for (const std::string& n : certified) out += (out.empty() ? "" : ", ") + shown(n);
     return out;
   };
+  auto acks = std::make_shared<AckQueue>();
+  std::thread writer([&, acks] {
+    acks->run([&](const Header& h, const BatchResult& r) {
+      report(h, r, peer);
+      // Nothing to acknowledge against; and a batch the engine never got is
+      // left for the agent to resend.
+      if (h.agent.empty() || r.not_ingested) return true;
+      v1::Ack ack;
+      ack.set_epoch(h.epoch);
+      ack.set_seq(h.seq);
+      ack.set_duplicate(r.duplicate);
+      return stream->Write(ack);
+    });
+  });
   // Ends the stream: nothing of `batch` is ingested or acknowledged.
   auto deny = [&](const v1::Batch& batch, const std::string& why) {
+    acks->stop();
+    writer.join();
     std::string line = analyzer_.refuse(agent.empty() ? batch.agent() : agent, batch, why);
     if (!line.empty() && log_) log_(line + " (" + peer + ")");
     if (opened) analyzer_.streamClosed(agent);
@@ -105,33 +207,14 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context,
       }
       if (context->IsCancelled()) break;
     }
-    BatchResult r = analyzer_.ingest(batch);
-    if (!r.authority_log.empty() && log_) log_(r.authority_log + " (" + peer + ")");
-    if (!r.errors.empty() && log_) {
-      std::string msg = "agent " + shown(batch.agent()) + " (" + peer + ") batch " +
-                        std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) + ": " +
-                        std::to_string(r.errors.size()) + " rejected";
-      if (r.future > 0) msg += " (" + std::to_string(r.future) + " from the future: clock ahead?)";
-      msg += ": ";
-      for (size_t i = 0; i < r.errors.size() && i < kLoggedErrorsPerBatch; ++i) {
-        msg += (i ? "; " : "") + r.errors[i];
-      }
-      if (r.errors.size() > kLoggedErrorsPerBatch) msg += "; ...";
-      log_(msg);
-    }
-    if (!r.warnings.empty() && log_) {
-      log_("agent " + shown(batch.agent()) + " (" + peer + ") batch " +
-           std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) + ": " +
-           std::to_string(r.warnings.size()) +
-           " record(s) kept without their path, first: " + r.warnings[0]);
-    }
-    if (batch.agent().empty()) continue;  // nothing to acknowledge it against
-    v1::Ack ack;
-    ack.set_epoch(batch.epoch());
-    ack.set_seq(batch.seq());
-    ack.set_duplicate(r.duplicate);
-    if (!stream->Write(ack)) break;
+    acks->expect();
+    analyzer_.submit(batch, [acks, header = Header{batch.agent(), batch.epoch(), batch.seq()}](
+                                BatchResult r) { acks->ready(header, std::move(r)); });
   }
+  // Every batch read is acked (or the stream cancelled) before it ends.
+  acks->drain([context] { return context->IsCancelled(); });
+  acks->stop();
+  writer.join();
   if (opened) analyzer_.streamClosed(agent);
   return grpc::Status::OK;
 }

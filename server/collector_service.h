@@ -31,8 +31,10 @@ class CollectorService final : public v1::Collector::Service {
   static constexpr double kRateBurstSeconds = 2;
 
   // One long-lived stream per agent: each batch is ingested, then acked
-  // (with duplicate=true for a batch delivered before). Malformed records
-  // are counted and logged, never fatal.
+  // (with duplicate=true for a batch delivered before) once its records are
+  // in the engine; the stream goes on reading meanwhile, and waits (flow
+  // control) while the engine's queue is full. Malformed records are counted
+  // and logged, never fatal.
   //
   // A stream is one identity: the agent of its first batch, which under
   // mutual TLS must be named by the client certificate. A batch sent as any
@@ -48,6 +50,14 @@ class CollectorService final : public v1::Collector::Service {
                        v1::AgentPlan* plan) override;
 
  private:
+  struct Header {
+    std::string agent;
+    uint64_t epoch = 0, seq = 0;
+  };
+  class AckQueue;
+  // Logs what a batch's result says is wrong with it.
+  void report(const Header& h, const BatchResult& r, const std::string& peer);
+
   LiveAnalyzer& analyzer_;
   LogFn log_;
   const bool require_client_identity_;

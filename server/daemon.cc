@@ -20,6 +20,7 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
     return nullptr;
   }
   options.live.delay_s = options.delay_s;
+  if (!options.live.log) options.live.log = options.log;
   d->options_ = std::move(options);
   DaemonOptions& o = d->options_;
   d->registry_ = std::make_shared<prometheus::Registry>();

@@ -7,13 +7,19 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <future>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <queue>
+#include <set>
+#include <thread>
 #include <unordered_map>
 #include <variant>
 
@@ -21,6 +27,9 @@
 #include "planner/fabric_index.h"
 #include "proto/convert.h"
 #include "server/dedup.h"
+#include "server/incident_writer.h"
+#include "server/ingest_metrics.h"
+#include "server/ingest_queue.h"
 #include "store/incident_store.h"
 #include "store/migrations.h"
 #include "topology/display_text.h"
@@ -28,8 +37,8 @@
 namespace netdiag::server {
 namespace {
 
-// Collects one batch's resolved records so they can be decoded outside the
-// engine lock and handed over under it, in the order deliver() produced them.
+// Collects one batch's resolved records on its stream thread, in the order
+// deliver() produced them, for the engine thread.
 class BufferSink final : public telemetry::RecordSink {
  public:
   void onProbe(const telemetry::ProbeRecord& r) override { probes.push_back(r); }
@@ -43,11 +52,11 @@ class BufferSink final : public telemetry::RecordSink {
 
 constexpr double kAuthorityLogInterval_s = 60;
 
-// Rate limit of the not_authorized log: the first rejection, then at most
-// one message per interval carrying the count since the last one.
+// Rate limit of a log line: the first occurrence, then at most one message
+// per interval carrying the count since the last one.
 struct LogLimit {
   double logged_at = -std::numeric_limits<double>::infinity();
-  uint64_t unlogged = 0;  // records rejected since the last message
+  uint64_t unlogged = 0;  // occurrences since the last message
 
   // The suffix to append when a message is due now (and resets), else nullopt.
   std::optional<std::string> due(double now, uint64_t records) {
@@ -73,20 +82,55 @@ struct AgentState {
 
 std::string shown(const std::string& s) { return "\"" + topology::escapeForDisplay(s) + "\""; }
 
+// A batch accepted by the engine thread whose records are not all in the
+// engine yet; its ack (and those of duplicates sent meanwhile) waits for it.
+struct Pending {
+  size_t remaining = 0;  // records still in the reorder buffer
+  BatchResult result;
+  std::function<void(BatchResult)> done;
+  std::vector<std::function<void(BatchResult)>> duplicates;
+  std::string key;
+};
+
 // A record waiting for the watermark; `order` keeps arrival order among
 // records of the same time.
 struct Held {
   double t = 0;
   uint64_t order = 0;
+  Pending* pending = nullptr;
   std::variant<telemetry::ProbeRecord, telemetry::PortRecord, telemetry::LldpRecord> record;
   bool operator>(const Held& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
+
+std::string dedupKey(const std::string& agent, uint64_t epoch, uint64_t seq) {
+  return agent + '\0' + std::to_string(epoch) + '/' + std::to_string(seq);
+}
 
 nlohmann::json evidenceJson(const analyzer::LinkEvidence& e) {
   return {{"probes", e.probes},
           {"lost", e.lost},
           {"loss_ratio", e.probes > 0 ? e.lost / e.probes : 0.0}};
 }
+
+// Every open incident and the newest `recent` resolved ones, order kept.
+void boundHistory(std::vector<analyzer::Incident>& incidents, size_t recent) {
+  size_t resolved = 0;
+  for (const auto& i : incidents) resolved += i.resolved_at.has_value();
+  if (resolved <= recent) return;
+  size_t drop = resolved - recent;  // the oldest resolved ones, in report order
+  std::erase_if(incidents, [&](const analyzer::Incident& i) {
+    if (!i.resolved_at || drop == 0) return false;
+    --drop;
+    return true;
+  });
+}
+
+// A tick or flush for the engine thread; the caller waits for `done`.
+struct Request {
+  enum class Kind { kTick, kFlush } kind = Kind::kTick;
+  double t = 0;
+  bool done = false;
+};
 
 }  // namespace
 
@@ -97,11 +141,23 @@ struct LiveAnalyzer::Impl {
         options(std::move(o)),
         resolver(t),
         authority(t, options.collectors, options.accept_sim_agents),
-        engine(t, options.engine),
-        dedup(options.dedup_window),
+        clock(std::move(c)),
+        queue(options.queue_records),
         registry(std::move(r)),
-        clock(std::move(c)) {}
+        engine(t, options.engine),
+        dedup(options.dedup_window) {}
 
+  ~Impl() {
+    queue.close();
+    {
+      std::lock_guard lk(req_mu);
+      stop = true;
+    }
+    queue.wake();
+    if (thread.joinable()) thread.join();
+  }
+
+  // ---- set in create(), then read-only: any thread
   const topology::Topology& topo;
   const LiveOptions options;
   const proto::Resolver resolver;
@@ -109,80 +165,79 @@ struct LiveAnalyzer::Impl {
   planner::Plan plan;
   planner::Sizing sizing;
   std::vector<proto::Inbound> inbound;  // who probes each node under `plan`
+  std::function<double()> clock;
+  IngestQueue queue;  // thread-safe itself
+  std::shared_ptr<prometheus::Registry> registry;
 
-  mutable std::mutex mu;  // guards everything below
+  // ---- the agent table and ingest counters: streams and the engine thread
+  // update them under `ledger_mu`, held only for a few fields.
+  mutable std::mutex ledger_mu;
+  // Only identities the authority knows get an entry, so the table is bounded
+  // by the topology's nodes, the declared collectors and the accepted sim
+  // agents; everything from any other name is counted in `unknown` (one
+  // bucket, so junk names on the wire cost nothing each).
+  std::map<std::string, AgentState> agents;
+  AgentState unknown;
+  // Every entry's `newest`, so the watermark's minimum costs O(1) per round
+  // whatever the number of agents.
+  std::multiset<double> newest_by_agent;
+  exporter::IngestCounters counters;
+  analyzer::IngestStats engine_stats;  // copied by the engine thread before each ack
+  size_t held_records = 0, pending_batches = 0;
+
+  // ---- history beyond the snapshot's bound, read from the database (WAL:
+  // beside the writer's connection); readers take turns on it, never the engine.
+  mutable std::mutex reader_mu;
+  mutable std::optional<store::Database> reader;
+
+  // ---- served plans, built on first request
+  std::mutex plans_mu;
+  std::unordered_map<topology::NodeId, v1::AgentPlan> plans;
+
+  // ---- the published snapshot: swapped under `snap_mu`, never modified
+  mutable std::mutex snap_mu;
+  SnapshotPtr snap = std::make_shared<Snapshot>();
+
+  // ---- requests to the engine thread
+  std::mutex req_mu;
+  std::condition_variable req_cv;
+  std::deque<Request*> requests;
+  bool stop = false;
+
+  // ---- the engine thread's alone
   analyzer::Engine engine;
   Deduplicator dedup;
-  // Only identities the authority knows get an entry; everything from any
-  // other name is counted in `unknown` (one bucket, so junk names on the wire
-  // cost nothing each). It holds nothing back: not in the watermark.
-  std::map<std::string, AgentState> agents;
   // Per port, the identity whose counters it last took (0: none yet): when
   // another one reports the port (a switch moved from the SNMP poller to
   // its own agent), its counters start from a new origin.
   std::vector<uint64_t> port_source = std::vector<uint64_t>(topo.portCount(), 0);
-  AgentState unknown;
-  exporter::IngestCounters counters;
-  std::optional<store::Database> db;
-  std::map<std::string, analyzer::Incident> dirty;  // changed since the last write
-  std::unordered_map<topology::NodeId, v1::AgentPlan> plans;
   std::priority_queue<Held, std::vector<Held>, std::greater<>> held;
   uint64_t held_order = 0;
+  std::unordered_map<std::string, std::unique_ptr<Pending>> pending;
+  std::map<std::string, analyzer::Incident> dirty;  // changed since the last hand-over
+  std::unique_ptr<exporter::AnalyzerMetrics> metrics;
+  std::unique_ptr<IngestMetrics> ingest_metrics;
+  std::unique_ptr<IncidentWriter> writer;
+  uint64_t published_passes = 0;
+  double behind_logged_at = -std::numeric_limits<double>::infinity();
+  std::thread thread;
 
-  // Hands the engine every held record at or below the watermark (all of
-  // them at shutdown).
-  //
-  // The watermark is the newest time every agent heard from has reached,
-  // connected or not, between the analyzer's clock minus the delay and its
-  // clock plus max_future_s. Counting only connected agents would let the
-  // one agent left connected in a reconnect storm set it alone, and a clock
-  // of its running ahead would turn every other agent's records too_late;
-  // a departed agent holds nothing back beyond the delay. So an agent's
-  // clock moves the engine ahead of the analyzer's only while every agent
-  // heard from is that far ahead too (a fast simulation), and never by more
-  // than the tolerated skew.
-  void releaseLocked(bool all = false) {
-    const double now = clock();
-    double watermark = std::numeric_limits<double>::infinity();
-    for (const auto& [name, a] : agents) watermark = std::min(watermark, a.newest);
-    watermark = std::max(watermark, now - options.delay_s);
-    watermark = std::min(watermark, now + options.max_future_s);
-    if (all) watermark = std::numeric_limits<double>::infinity();
-    while (!held.empty() && held.top().t <= watermark) {
-      std::visit(
-          [this](const auto& r) {
-            using T = std::decay_t<decltype(r)>;
-            if constexpr (std::is_same_v<T, telemetry::ProbeRecord>)
-              engine.onProbe(r);
-            else if constexpr (std::is_same_v<T, telemetry::PortRecord>)
-              engine.onPort(r);
-            else
-              engine.onLldp(r);
-          },
-          held.top().record);
-      held.pop();
-    }
+  // The entry of a known identity, made on first use.
+  AgentState& agentLocked(const std::string& name) {
+    auto [it, made] = agents.try_emplace(name);
+    if (made) newest_by_agent.insert(it->second.newest);
+    return it->second;
   }
 
-  std::shared_ptr<prometheus::Registry> registry;
-  std::unique_ptr<exporter::AnalyzerMetrics> metrics;
-  std::function<double()> clock;
-
-  std::string persistLocked() {
-    if (!db || dirty.empty()) return {};
-    const double t = engine.report().generated_at;
-    const auto wall_ms = static_cast<int64_t>(clock() * 1000);
-    std::vector<store::IncidentRow> rows;
-    rows.reserve(dirty.size());
-    for (const auto& [id, incident] : dirty) {
-      store::IncidentRow row = analyzer::toRow(topo, incident, t);
-      row.created_wall = wall_ms;
-      rows.push_back(std::move(row));
-    }
-    store::Status s = store::upsertIncidents(*db, rows);
-    if (!s) return "cannot save incidents to " + db->path() + ": " + s.message();
-    dirty.clear();
-    return {};
+  // The ledger's engine-side view, for readers.
+  exporter::IngestCounters countersLocked() const {
+    exporter::IngestCounters c = counters;
+    c.probes = engine_stats.probes;
+    c.ports = engine_stats.ports;
+    c.lldp = engine_stats.lldp;
+    c.late = engine_stats.late;
+    c.too_late = engine_stats.too_late;
+    return c;
   }
 
   std::vector<exporter::AgentStatus> agentStatusLocked() const {
@@ -208,7 +263,7 @@ struct LiveAnalyzer::Impl {
         static_cast<uint64_t>(batch.probes_size()) + batch.ports_size() + batch.lldp_size();
     counters.not_authorized += n;
     const bool known = who.kind != Authority::Kind::kUnknown;
-    AgentState& a = known ? agents[name] : unknown;
+    AgentState& a = known ? agentLocked(name) : unknown;
     a.not_authorized += n;
     auto tail = a.authority_log.due(clock(), n);
     if (!tail) return {};
@@ -218,11 +273,287 @@ struct LiveAnalyzer::Impl {
            (known ? "" : ", all unknown agents together") + "]";
   }
 
-  analyzer::Report openReport() const {
-    analyzer::Report r = engine.report();
-    std::erase_if(r.incidents,
-                  [](const analyzer::Incident& i) { return i.resolved_at.has_value(); });
-    return r;
+  SnapshotPtr snapshot() const {
+    std::lock_guard lk(snap_mu);
+    return snap;
+  }
+
+  // ================= the engine thread =================
+
+  // How far back the engine's clock may be held for records still waiting
+  // in the queue (or for room in it): back to the oldest of them, but no
+  // further than the engine's late tolerance behind the wall-clock floor,
+  // so an agent replaying an old spool cannot stall everyone else.
+  double queueHold(double now) const {
+    return std::max(queue.oldest(), now - options.delay_s - options.engine.late_tolerance_s);
+  }
+
+  // The watermark is the newest time every agent heard from has reached,
+  // connected or not, between the analyzer's clock minus the delay and its
+  // clock plus max_future_s. Counting only connected agents would let the
+  // one agent left connected in a reconnect storm set it alone, and a clock
+  // of its running ahead would turn every other agent's records too_late;
+  // a departed agent holds nothing back beyond the delay. So an agent's
+  // clock moves the engine ahead of the analyzer's only while every agent
+  // heard from is that far ahead too (a fast simulation), and never by more
+  // than the tolerated skew. Records still waiting in the queue cap it
+  // (queueHold), so backpressure never turns them late.
+  double watermark() const {
+    const double now = clock();
+    double w = std::numeric_limits<double>::infinity();
+    {
+      std::lock_guard lk(ledger_mu);
+      if (!newest_by_agent.empty()) w = *newest_by_agent.begin();
+    }
+    w = std::max(w, now - options.delay_s);
+    w = std::min(w, now + options.max_future_s);
+    return std::min(w, queueHold(now));
+  }
+
+  // Dedup, port origins, the agent's counters, then into the reorder buffer.
+  void accept(DecodedBatch& b,
+              std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
+    // A copy of a batch still in the reorder buffer is acked with it, even
+    // when dedup forgot its epoch meanwhile (many epochs sent since): its
+    // records are counted once, and a second Pending under the same key
+    // would leave the buffer pointing at a freed one.
+    std::string key = dedupKey(b.agent, b.epoch, b.seq);
+    auto it = pending.find(key);
+    if (it != pending.end() || dedup.seen(b.agent, b.epoch, b.seq)) {
+      {
+        std::lock_guard lk(ledger_mu);
+        ++counters.duplicate_batches;
+      }
+      if (it != pending.end()) {
+        it->second->duplicates.push_back(std::move(b.done));
+      } else {
+        BatchResult dup;
+        dup.duplicate = true;
+        completed.emplace_back(std::move(b.done), std::move(dup));
+      }
+      return;
+    }
+    dedup.mark(b.agent, b.epoch, b.seq);
+    const uint64_t source = (static_cast<uint64_t>(b.who.kind) << 32 | b.who.index) + 1;
+    for (telemetry::PortRecord& r : b.ports) {
+      uint64_t& last = port_source[r.port];
+      r.new_origin = last != 0 && last != source;
+      last = source;
+    }
+    auto p = std::make_unique<Pending>();
+    p->key = key;
+    p->done = std::move(b.done);
+    BatchResult& result = p->result;
+    result.future = b.future;
+    result.not_authorized = b.not_authorized;
+    result.errors = std::move(b.errors);
+    result.warnings = std::move(b.warnings);
+    double newest = -std::numeric_limits<double>::infinity();
+    auto hold = [&](auto& records) {
+      for (auto& r : records) {
+        newest = std::max(newest, r.t);
+        Held h;
+        h.t = r.t;
+        h.order = held_order++;
+        h.pending = p.get();
+        h.record = std::move(r);
+        held.push(std::move(h));
+      }
+    };
+    hold(b.probes);
+    hold(b.ports);
+    hold(b.lldp);
+    result.accepted = b.records();
+    p->remaining = result.accepted;
+    {
+      std::lock_guard lk(ledger_mu);
+      AgentState& agent = agentLocked(b.agent);
+      if (newest > agent.newest) {
+        newest_by_agent.erase(newest_by_agent.find(agent.newest));
+        newest_by_agent.insert(newest);
+        agent.newest = newest;
+      }
+      ++counters.batches;
+      counters.malformed += b.malformed;
+      counters.future += b.future;
+      counters.not_authorized += b.not_authorized;
+      ++agent.batches;
+      agent.records += result.accepted;
+      agent.malformed += b.malformed;
+      agent.future += b.future;
+      agent.not_authorized += b.not_authorized;
+      if (b.not_authorized > 0) {
+        if (auto tail = agent.authority_log.due(clock(), b.not_authorized)) {
+          result.authority_log =
+              "agent " + shown(b.agent) + " batch " + std::to_string(b.epoch) + "/" +
+              std::to_string(b.seq) + ": " + std::to_string(b.not_authorized) +
+              " record(s) rejected, reason not_authorized; first: " + b.first_refused + " [" +
+              *tail + "]";
+        }
+      }
+    }
+    if (p->remaining == 0) {
+      completed.emplace_back(std::move(p->done), std::move(p->result));
+      return;
+    }
+    pending.emplace(std::move(key), std::move(p));  // not there: checked above
+  }
+
+  // Hands the engine every held record at or below the watermark (all of
+  // them when `all`), then the acks of the batches now complete.
+  void release(bool all,
+               std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
+    const double w = all ? std::numeric_limits<double>::infinity() : watermark();
+    std::vector<Pending*> finished;
+    while (!held.empty() && held.top().t <= w) {
+      const Held& h = held.top();
+      std::visit(
+          [this](const auto& r) {
+            using T = std::decay_t<decltype(r)>;
+            if constexpr (std::is_same_v<T, telemetry::ProbeRecord>)
+              engine.onProbe(r);
+            else if constexpr (std::is_same_v<T, telemetry::PortRecord>)
+              engine.onPort(r);
+            else
+              engine.onLldp(r);
+          },
+          h.record);
+      if (--h.pending->remaining == 0) finished.push_back(h.pending);
+      held.pop();
+    }
+    for (Pending* p : finished) {
+      for (auto& d : p->duplicates) {
+        BatchResult dup;
+        dup.duplicate = true;
+        completed.emplace_back(std::move(d), std::move(dup));
+      }
+      completed.emplace_back(std::move(p->done), std::move(p->result));
+      pending.erase(p->key);
+    }
+    std::lock_guard lk(ledger_mu);
+    engine_stats = engine.stats();
+    held_records = held.size();
+    pending_batches = pending.size();
+  }
+
+  void publish() {
+    auto s = std::make_shared<Snapshot>();
+    s->report = engine.report();
+    boundHistory(s->report.incidents, options.recent_incidents);
+    s->evidence.resize(topo.dirLinkCount());
+    for (topology::DirLinkId d = 0; d < s->evidence.size(); ++d) {
+      s->evidence[d] = engine.linkEvidence(d);
+    }
+    s->stats = engine.stats();
+    published_passes = s->stats.passes;
+    if (writer && !dirty.empty()) writer->submit(std::move(dirty), s->report.generated_at);
+    dirty.clear();
+    std::lock_guard lk(snap_mu);
+    snap = std::move(s);
+  }
+
+  void tickOnEngine(double t) {
+    if (options.test_hold_pass) options.test_hold_pass();
+    const double now = clock();
+    // Never past a record still waiting in the queue (within the late window).
+    engine.advanceTo(std::min(t, queueHold(now)));
+    publish();
+    IngestPathState path;
+    path.queue_records = queue.depthRecords();
+    path.queue_capacity = queue.capacityRecords();
+    path.held_records = held.size();
+    path.blocked_seconds = queue.blockedSeconds();
+    const double oldest = queue.oldest();
+    path.backlog_s = std::isfinite(oldest) ? std::max(0.0, now - options.delay_s - oldest) : 0;
+    path.behind = path.backlog_s > options.engine.late_tolerance_s;
+    if (path.behind && now - behind_logged_at >= kAuthorityLogInterval_s && options.log) {
+      behind_logged_at = now;
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "ingest: the oldest record waiting for the engine is %.1f s behind its clock "
+                    "(wall clock - %g s), beyond the late window of %g s: the analyzer is not "
+                    "keeping up (or an agent replays an old backlog); such records count as "
+                    "too_late. %zu record(s) queued; next message in >= 60 s",
+                    path.backlog_s, options.delay_s, options.engine.late_tolerance_s,
+                    path.queue_records);
+      options.log(buf);
+    }
+    if (ingest_metrics) ingest_metrics->update(path);
+    if (metrics) {
+      exporter::IngestCounters c;
+      std::vector<exporter::AgentStatus> a;
+      {
+        std::lock_guard lk(ledger_mu);
+        c = countersLocked();
+        a = agentStatusLocked();
+      }
+      metrics->update(engine, c, a, now);
+    }
+  }
+
+  void run() {
+    std::vector<DecodedBatch> in;
+    std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>> completed;
+    for (;;) {
+      // Wake when the oldest held record is due by the wall clock (bounded,
+      // as the clock may be a test's), or at once on a batch or a request.
+      auto timeout = std::chrono::milliseconds(1000);
+      if (!held.empty()) {
+        const double due_s = held.top().t + options.delay_s - clock();
+        timeout =
+            std::chrono::milliseconds(static_cast<int64_t>(std::clamp(due_s * 1000, 1.0, 100.0)));
+      }
+      in.clear();
+      queue.popAll(in, timeout);
+      for (DecodedBatch& b : in) accept(b, completed);
+      std::deque<Request*> reqs;
+      bool stopping = false;
+      {
+        std::lock_guard lk(req_mu);
+        reqs.swap(requests);
+        stopping = stop;
+      }
+      bool flushing = stopping;
+      for (Request* r : reqs) flushing |= r->kind == Request::Kind::kFlush;
+      if (flushing) {
+        // Everything that reached the queue goes to the engine first.
+        in.clear();
+        queue.popAll(in, std::chrono::milliseconds(0));
+        for (DecodedBatch& b : in) accept(b, completed);
+      }
+      release(flushing, completed);
+      for (auto& [done, result] : completed) done(std::move(result));
+      completed.clear();
+      for (Request* r : reqs) {
+        if (r->kind == Request::Kind::kTick)
+          tickOnEngine(r->t);
+        else
+          publish();
+      }
+      if (reqs.empty() && engine.stats().passes != published_passes) publish();
+      if (!reqs.empty()) {
+        {
+          std::lock_guard lk(req_mu);
+          for (Request* r : reqs) r->done = true;
+        }
+        req_cv.notify_all();
+      }
+      if (stopping) return;
+    }
+  }
+
+  // Runs `kind` on the engine thread and waits for it.
+  void request(Request::Kind kind, double t) {
+    Request r;
+    r.kind = kind;
+    r.t = t;
+    std::unique_lock lk(req_mu);
+    if (stop) return;
+    requests.push_back(&r);
+    lk.unlock();
+    queue.wake();
+    lk.lock();
+    req_cv.wait(lk, [&] { return r.done; });
   }
 };
 
@@ -244,6 +575,10 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
     if (error) *error = "the tolerated clock skew (max_future_s) must be a finite number >= 0";
     return nullptr;
   }
+  if (options.queue_records == 0) {
+    if (error) *error = "the ingest queue must hold at least one record";
+    return nullptr;
+  }
   planner::SizedPlan sized = planner::sizePlan(planner::FabricIndex(topo, {}), options.budget,
                                                options.plan_seed, options.sizing, 0);
   options.engine.expected_flows = sized.plan.flowCount();
@@ -259,8 +594,7 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
       if (error) *error = opened.message();
       return nullptr;
     }
-    m.db.emplace(std::move(*opened));
-    auto rows = store::loadIncidents(*m.db);
+    auto rows = store::loadIncidents(*opened);
     if (!rows) {
       if (error) *error = rows.message();
       return nullptr;
@@ -270,47 +604,63 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
     if (warnings) {
       for (auto& p : bad) warnings->push_back(m.options.db_path + ": " + p);
     }
+    m.writer = std::make_unique<IncidentWriter>(topo, std::move(*opened), m.clock);
+    auto reader = store::Database::open(m.options.db_path);
+    if (!reader) {
+      if (error) *error = reader.message();
+      return nullptr;
+    }
+    m.reader.emplace(std::move(*reader));
   }
   m.engine.onIncidentChange([&m](const analyzer::Incident& i) { m.dirty[i.id] = i; });
   if (m.registry) {
     m.metrics = std::make_unique<exporter::AnalyzerMetrics>(m.registry, topo, m.options.metrics);
+    m.ingest_metrics = std::make_unique<IngestMetrics>(*m.registry);
   }
+  m.publish();  // restored incidents are served before the first tick
+  m.thread = std::thread([&m] { m.run(); });
   return std::unique_ptr<LiveAnalyzer>(new LiveAnalyzer(std::move(impl)));
 }
 
-BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
+void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult)> done) {
   Impl& m = *impl_;
   BatchResult result;
   if (batch.agent().empty()) {
     result.errors.push_back("batch without an agent id: dropped");
-    std::lock_guard lk(m.mu);
-    m.counters.malformed += batch.probes_size() + batch.ports_size() + batch.lldp_size();
-    return result;
+    {
+      std::lock_guard lk(m.ledger_mu);
+      m.counters.malformed += batch.probes_size() + batch.ports_size() + batch.lldp_size();
+    }
+    done(std::move(result));
+    return;
   }
   const Authority::Identity who = m.authority.identify(batch.agent());
   if (who.kind == Authority::Kind::kUnknown) {
-    // Refused whole, before anything (dedup state included) moves.
+    // Refused whole, before anything (dedup state included) moves, and never
+    // stored: only the one unknown bucket counts it.
     result.rejected = true;
     result.not_authorized =
         static_cast<size_t>(batch.probes_size()) + batch.ports_size() + batch.lldp_size();
-    std::lock_guard lk(m.mu);
-    result.authority_log = m.refuseLocked(
-        batch.agent(), who, batch,
-        "it is neither a node of topology " + m.topo.name +
-            ", a collector of the analyzer's --collectors file nor an accepted synthetic agent; "
-            "acknowledged so that it leaves the sender's spool");
-    return result;
+    {
+      std::lock_guard lk(m.ledger_mu);
+      result.authority_log = m.refuseLocked(
+          batch.agent(), who, batch,
+          "it is neither a node of topology " + m.topo.name +
+              ", a collector of the analyzer's --collectors file nor an accepted synthetic "
+              "agent; acknowledged so that it leaves the sender's spool");
+    }
+    done(std::move(result));
+    return;
   }
   {
-    // Cheap early exit for a resend: no decoding at all.
-    std::lock_guard lk(m.mu);
-    if (m.dedup.seen(batch.agent(), batch.epoch(), batch.seq())) {
-      ++m.counters.duplicate_batches;
-      m.agents[batch.agent()].last_seen = m.clock();
-      result.duplicate = true;
-      return result;
-    }
+    std::lock_guard lk(m.ledger_mu);
+    m.agentLocked(batch.agent()).last_seen = m.clock();
   }
+  DecodedBatch d;
+  d.agent = batch.agent();
+  d.epoch = batch.epoch();
+  d.seq = batch.seq();
+  d.who = who;
   // Records stamped too far ahead (a bad clock) are rejected, named by
   // their index on the wire.
   const double now = m.clock();
@@ -328,14 +678,13 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   for (int i = 0; i < batch.ports_size(); ++i) ahead(batch.ports(i).t(), "ports", i);
   for (int i = 0; i < batch.lldp_size(); ++i) ahead(batch.lldp(i).t(), "lldp", i);
   BufferSink buffer;
-  result.errors = proto::deliver(batch, m.resolver, buffer, &result.warnings);
-  const size_t malformed = result.errors.size();
+  d.errors = proto::deliver(batch, m.resolver, buffer, &d.warnings);
+  d.malformed = d.errors.size();
   // Authority: each record must be about what its agent may speak for.
-  std::string first_refused;
   auto refuse = [&](auto& records, auto&& allowed, auto&& describe) {
     return std::erase_if(records, [&](const auto& r) {
       if (allowed(r)) return false;
-      if (first_refused.empty()) first_refused = describe(r);
+      if (d.first_refused.empty()) d.first_refused = describe(r);
       return true;
     });
   };
@@ -350,7 +699,7 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
         return "an agent speaks only for its own node " + shown(agent_name);
     }
   };
-  result.not_authorized =
+  d.not_authorized =
       refuse(
           buffer.probes,
           [&](const telemetry::ProbeRecord& r) {
@@ -379,110 +728,65 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
     // Counted among the records deliver() accepted, so a record both
     // malformed and ahead counts once.
     auto ahead_of_limit = [&](const auto& r) { return r.t > limit; };
-    result.future = std::erase_if(buffer.probes, ahead_of_limit) +
-                    std::erase_if(buffer.ports, ahead_of_limit) +
-                    std::erase_if(buffer.lldp, ahead_of_limit);
-    result.errors.insert(result.errors.end(), future.begin(), future.end());
+    d.future = std::erase_if(buffer.probes, ahead_of_limit) +
+               std::erase_if(buffer.ports, ahead_of_limit) +
+               std::erase_if(buffer.lldp, ahead_of_limit);
+    d.errors.insert(d.errors.end(), future.begin(), future.end());
   }
+  d.probes = std::move(buffer.probes);
+  d.ports = std::move(buffer.ports);
+  d.lldp = std::move(buffer.lldp);
+  for (const auto& r : d.probes) d.oldest = std::min(d.oldest, r.t);
+  for (const auto& r : d.ports) d.oldest = std::min(d.oldest, r.t);
+  for (const auto& r : d.lldp) d.oldest = std::min(d.oldest, r.t);
+  d.done = std::move(done);
+  // The queue keeps `d` only when it takes it; a refused push leaves it here.
+  if (!m.queue.push(std::move(d))) {
+    BatchResult stopped;
+    stopped.not_ingested = true;
+    d.done(std::move(stopped));
+  }
+}
 
-  std::lock_guard lk(m.mu);
-  AgentState& agent = m.agents[batch.agent()];
-  agent.last_seen = m.clock();
-  // Another stream of the same agent may have delivered it meanwhile.
-  if (m.dedup.seen(batch.agent(), batch.epoch(), batch.seq())) {
-    ++m.counters.duplicate_batches;
-    result.duplicate = true;
-    result.errors.clear();
-    return result;
-  }
-  const uint64_t source = (static_cast<uint64_t>(who.kind) << 32 | who.index) + 1;
-  for (telemetry::PortRecord& r : buffer.ports) {
-    uint64_t& last = m.port_source[r.port];
-    r.new_origin = last != 0 && last != source;
-    last = source;
-  }
-  auto hold = [&](auto& records) {
-    for (size_t i = 0; i < records.size(); ++i) {
-      agent.newest = std::max(agent.newest, records[i].t);
-      Held h;
-      h.t = records[i].t;
-      h.order = m.held_order++;
-      h.record = std::move(records[i]);
-      m.held.push(std::move(h));
-      ++result.accepted;
-    }
-  };
-  hold(buffer.probes);
-  hold(buffer.ports);
-  hold(buffer.lldp);
-  m.releaseLocked();
-  m.dedup.mark(batch.agent(), batch.epoch(), batch.seq());
-  ++m.counters.batches;
-  m.counters.malformed += malformed;
-  m.counters.future += result.future;
-  m.counters.not_authorized += result.not_authorized;
-  ++agent.batches;
-  agent.records += result.accepted;
-  agent.malformed += malformed;
-  agent.future += result.future;
-  agent.not_authorized += result.not_authorized;
-  if (result.not_authorized > 0) {
-    if (auto tail = agent.authority_log.due(m.clock(), result.not_authorized)) {
-      result.authority_log = "agent " + shown(agent_name) + " batch " +
-                             std::to_string(batch.epoch()) + "/" + std::to_string(batch.seq()) +
-                             ": " + std::to_string(result.not_authorized) +
-                             " record(s) rejected, reason not_authorized; first: " + first_refused +
-                             " [" + *tail + "]";
-    }
-  }
-  return result;
+BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
+  std::promise<BatchResult> promise;
+  std::future<BatchResult> result = promise.get_future();
+  submit(batch, [&promise](BatchResult r) { promise.set_value(std::move(r)); });
+  return result.get();
 }
 
 std::string LiveAnalyzer::tick(double engine_time) {
-  Impl& m = *impl_;
-  std::lock_guard lk(m.mu);
-  m.releaseLocked();
-  m.engine.advanceTo(engine_time);
-  std::string err = m.persistLocked();
-  if (m.metrics) {
-    exporter::IngestCounters c = m.counters;
-    const analyzer::IngestStats& s = m.engine.stats();
-    c.probes = s.probes;
-    c.ports = s.ports;
-    c.lldp = s.lldp;
-    c.late = s.late;
-    c.too_late = s.too_late;
-    m.metrics->update(m.engine, c, m.agentStatusLocked(), m.clock());
-  }
-  return err;
+  impl_->request(Request::Kind::kTick, engine_time);
+  return impl_->writer ? impl_->writer->takeError() : std::string();
 }
 
 std::string LiveAnalyzer::flush() {
-  std::lock_guard lk(impl_->mu);
-  impl_->releaseLocked(/*all=*/true);
-  return impl_->persistLocked();
+  impl_->request(Request::Kind::kFlush, 0);
+  return impl_->writer ? impl_->writer->flush() : std::string();
 }
 
 void LiveAnalyzer::streamOpened(const std::string& agent) {
   if (impl_->authority.identify(agent).kind == Authority::Kind::kUnknown) return;
-  std::lock_guard lk(impl_->mu);
-  AgentState& a = impl_->agents[agent];
+  std::lock_guard lk(impl_->ledger_mu);
+  AgentState& a = impl_->agentLocked(agent);
   ++a.streams;
   a.last_seen = impl_->clock();
 }
 
 void LiveAnalyzer::streamClosed(const std::string& agent) {
   if (impl_->authority.identify(agent).kind == Authority::Kind::kUnknown) return;
-  std::lock_guard lk(impl_->mu);
-  AgentState& a = impl_->agents[agent];
-  if (a.streams > 0) --a.streams;
-  impl_->releaseLocked();
+  {
+    std::lock_guard lk(impl_->ledger_mu);
+    AgentState& a = impl_->agentLocked(agent);
+    if (a.streams > 0) --a.streams;
+  }
+  impl_->queue.wake();  // the watermark may move
 }
 
 std::string LiveAnalyzer::refuse(const std::string& as_agent, const v1::Batch& batch,
                                  const std::string& why) {
   const Authority::Identity who = impl_->authority.identify(as_agent);
-  std::lock_guard lk(impl_->mu);
+  std::lock_guard lk(impl_->ledger_mu);
   return impl_->refuseLocked(as_agent, who, batch, why);
 }
 
@@ -495,7 +799,7 @@ std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::s
     if (error) *error = "agent \"" + agent + "\" is not a node of topology " + m.topo.name;
     return std::nullopt;
   }
-  std::lock_guard lk(m.mu);
+  std::lock_guard lk(m.plans_mu);
   auto it = m.plans.find(*node);
   if (it == m.plans.end()) {
     it = m.plans
@@ -506,40 +810,88 @@ std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::s
   return it->second;
 }
 
+SnapshotPtr LiveAnalyzer::snapshot() const { return impl_->snapshot(); }
+
+LiveAnalyzer::PathStats LiveAnalyzer::pathStats() const {
+  PathStats s;
+  s.queued_records = impl_->queue.depthRecords();
+  s.waiting_pushes = impl_->queue.waitingPushes();
+  s.blocked_seconds = impl_->queue.blockedSeconds();
+  std::lock_guard lk(impl_->ledger_mu);
+  s.held_records = impl_->held_records;
+  s.pending_batches = impl_->pending_batches;
+  return s;
+}
+
 nlohmann::json LiveAnalyzer::locate() const {
-  std::lock_guard lk(impl_->mu);
-  return analyzer::reportToJson(impl_->topo, impl_->openReport());
+  SnapshotPtr s = impl_->snapshot();
+  analyzer::Report open;
+  open.generated_at = s->report.generated_at;
+  for (const auto& i : s->report.incidents) {
+    if (!i.resolved_at) open.incidents.push_back(i);
+  }
+  return analyzer::reportToJson(impl_->topo, open);
 }
 
 nlohmann::json LiveAnalyzer::incidents(const IncidentFilter& f) const {
-  std::lock_guard lk(impl_->mu);
-  analyzer::Report r = impl_->engine.report();
-  std::erase_if(r.incidents, [&](const analyzer::Incident& i) {
-    if (f.only_open && i.resolved_at) return true;
-    if (f.kind && analyzer::kindName(i.kind) != *f.kind) return true;
+  const Impl& m = *impl_;
+  SnapshotPtr s = m.snapshot();
+  // By id: the database's history, then the snapshot's, which is newer for
+  // what it holds (the writer may not have written it yet).
+  std::map<std::string, analyzer::Incident> by_id;
+  if (m.reader) {
+    store::IncidentQuery q;
+    q.only_open = f.only_open;
+    q.kind = f.kind;
+    q.since = f.since;
+    std::lock_guard lk(m.reader_mu);
+    auto rows = store::loadIncidents(*m.reader, q);
+    std::vector<std::string> bad;  // skipped here; create() reported them
+    if (rows) {
+      for (auto& i : analyzer::fromRows(m.topo, *rows, bad)) by_id.emplace(i.id, std::move(i));
+    }
+  }
+  for (const auto& i : s->report.incidents) by_id[i.id] = i;
+  analyzer::Report r;
+  r.generated_at = s->report.generated_at;
+  for (auto& [id, i] : by_id) {
+    if (f.only_open && i.resolved_at) continue;
+    if (f.kind && analyzer::kindName(i.kind) != *f.kind) continue;
     // As store::IncidentQuery::since: opened or resolved at or after it.
     if (f.since && !(i.opened_at >= *f.since || (i.resolved_at && *i.resolved_at >= *f.since))) {
-      return true;
+      continue;
     }
-    return false;
-  });
-  return analyzer::reportToJson(impl_->topo, r);
+    r.incidents.push_back(std::move(i));
+  }
+  // The engine's order (analyzer::Engine::report).
+  std::sort(r.incidents.begin(), r.incidents.end(),
+            [](const analyzer::Incident& a, const analyzer::Incident& b) {
+              return a.opened_at != b.opened_at ? a.opened_at < b.opened_at : a.id < b.id;
+            });
+  return analyzer::reportToJson(m.topo, r);
 }
 
 std::optional<nlohmann::json> LiveAnalyzer::incident(const std::string& id) const {
-  std::optional<topology::DirLinkId> link;
-  nlohmann::json out;
-  {
-    std::lock_guard lk(impl_->mu);
-    for (const auto& i : impl_->engine.report().incidents) {
-      if (i.id != id) continue;
-      out["incident"] = analyzer::incidentToJson(impl_->topo, i);
-      if (i.link != topology::kNone) link = i.link;
-      break;
+  const Impl& m = *impl_;
+  SnapshotPtr s = m.snapshot();
+  std::optional<analyzer::Incident> found;
+  for (const auto& i : s->report.incidents) {
+    if (i.id == id) found = i;
+  }
+  if (!found && m.reader) {
+    std::lock_guard lk(m.reader_mu);
+    auto row = store::loadIncident(*m.reader, id);
+    if (row && *row) {
+      std::vector<std::string> bad;
+      auto restored = analyzer::fromRows(m.topo, {**row}, bad);
+      if (!restored.empty()) found = std::move(restored.front());
     }
   }
-  if (!out.contains("incident")) return std::nullopt;
-  out["link"] = link ? *this->link(impl_->topo.dirLinkName(*link)) : nlohmann::json(nullptr);
+  if (!found) return std::nullopt;
+  nlohmann::json out;
+  out["incident"] = analyzer::incidentToJson(m.topo, *found);
+  out["link"] = found->link != topology::kNone ? *link(m.topo.dirLinkName(found->link))
+                                               : nlohmann::json(nullptr);
   return out;
 }
 
@@ -548,14 +900,15 @@ std::optional<nlohmann::json> LiveAnalyzer::link(const std::string& name) const 
   auto d = m.topo.findDirLink(name);
   if (!d) return std::nullopt;
   const topology::DirLinkId reverse = *d ^ 1;
-  std::lock_guard lk(m.mu);
-  analyzer::LinkEvidence e = m.engine.linkEvidence(*d);
+  SnapshotPtr s = m.snapshot();
+  const analyzer::LinkEvidence none;
+  const analyzer::LinkEvidence& e = *d < s->evidence.size() ? s->evidence[*d] : none;
   nlohmann::json out = evidenceJson(e);
   out["link"] = m.topo.dirLinkName(*d);
   out["background_loss"] = e.background;
-  out["reverse"] = evidenceJson(m.engine.linkEvidence(reverse));
+  out["reverse"] = evidenceJson(reverse < s->evidence.size() ? s->evidence[reverse] : none);
   nlohmann::json ids = nlohmann::json::array();
-  for (const auto& i : m.engine.report().incidents) {
+  for (const auto& i : s->report.incidents) {
     if (i.link == *d || (i.link == reverse && i.both_directions)) ids.push_back(i.id);
   }
   out["incidents"] = std::move(ids);
@@ -563,19 +916,12 @@ std::optional<nlohmann::json> LiveAnalyzer::link(const std::string& name) const 
 }
 
 exporter::IngestCounters LiveAnalyzer::counters() const {
-  std::lock_guard lk(impl_->mu);
-  exporter::IngestCounters c = impl_->counters;
-  const analyzer::IngestStats& s = impl_->engine.stats();
-  c.probes = s.probes;
-  c.ports = s.ports;
-  c.lldp = s.lldp;
-  c.late = s.late;
-  c.too_late = s.too_late;
-  return c;
+  std::lock_guard lk(impl_->ledger_mu);
+  return impl_->countersLocked();
 }
 
 std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
-  std::lock_guard lk(impl_->mu);
+  std::lock_guard lk(impl_->ledger_mu);
   return impl_->agentStatusLocked();
 }
 

@@ -1,15 +1,22 @@
 #pragma once
 
-// The analyzer daemon's core: owns the engine and feeds it agent batches,
-// drops duplicate batches, keeps per-agent liveness and ingest counters,
-// serves probe plans, persists incidents to SQLite and sets the Prometheus
-// metrics after every pass. The gRPC service and the HTTP API are thin
-// layers over it.
+// The analyzer daemon's core: feeds agent batches to the engine, drops
+// duplicate batches, keeps per-agent liveness and ingest counters, serves
+// probe plans, persists incidents to SQLite and sets the Prometheus metrics
+// after every pass. The gRPC service and the HTTP API are thin layers over it.
 //
-// Thread-safety: every public method may be called from any thread. The
-// engine is single-threaded, so it sits behind one mutex; name resolution of
-// a batch (the costly part of decoding) runs outside it, so many agent
-// streams decode in parallel.
+// Who owns what (docs/architecture.md, "The live pipeline"):
+//  - the caller's thread (a gRPC stream) decodes a batch, resolves its names
+//    and checks its authority, in parallel with other streams;
+//  - one engine thread owns the engine, de-duplication, the reorder buffer
+//    and the pending acks, fed through a bounded queue (server/ingest_queue.h);
+//  - after each pass and tick it publishes an immutable Snapshot
+//    (server/snapshot.h) that every reader uses; readers never wait for it;
+//  - the agent table and ingest counters sit behind a small mutex of their
+//    own, held only for a few field updates;
+//  - SQLite writes run on the IncidentWriter's thread (server/incident_writer.h).
+//
+// Thread-safety: every public method may be called from any thread.
 
 #include <cstdint>
 #include <functional>
@@ -27,6 +34,7 @@
 #include "planner/plan.h"
 #include "planner/sizing.h"
 #include "server/authority.h"
+#include "server/snapshot.h"
 #include "topology/model.h"
 
 namespace netdiag::server {
@@ -59,6 +67,18 @@ struct LiveOptions {
   size_t accept_sim_agents = 0;
   std::string db_path;  // SQLite file for incidents; empty: none
   exporter::MetricsOptions metrics;
+  // The bound of the queue from the stream threads to the engine thread, in
+  // decoded records: beyond it streams wait (flow control), nothing drops.
+  size_t queue_records = 262144;
+  // Resolved incidents kept in memory for readers besides the open ones.
+  // With a database, older history is read from it; without one (--db ''),
+  // this is the history the API can serve.
+  size_t recent_incidents = 10000;
+  // Diagnostics of the ingest path (the engine falling behind); may be empty.
+  std::function<void(const std::string&)> log;
+  // Tests only: called on the engine thread inside each tick's pass, so a
+  // test can hold a pass while it reads.
+  std::function<void()> test_hold_pass;
 };
 
 struct BatchResult {
@@ -76,6 +96,9 @@ struct BatchResult {
   std::string authority_log;
   std::vector<std::string> errors;    // one per rejected record, or the batch's problem
   std::vector<std::string> warnings;  // records kept without a path that did not map
+  // The analyzer stopped before the batch reached the engine: not
+  // acknowledged, so the agent sends it again.
+  bool not_ingested = false;
 };
 
 // Incident filters of GET /api/v1/incidents.
@@ -97,15 +120,24 @@ class LiveAnalyzer {
                                               std::vector<std::string>* warnings);
   ~LiveAnalyzer();
 
-  // Delivers a batch unless (agent, epoch, seq) was delivered before.
-  // Returns once its records are in the engine: the caller acks then.
+  // Delivers a batch unless (agent, epoch, seq) was delivered before: decodes
+  // it on the calling thread, then queues it for the engine thread, waiting
+  // while the queue is full. `done` is called exactly once, when the
+  // batch's records are all in the engine (a duplicate: when the first copy's
+  // are), or at once when nothing of it goes to the engine (no agent, an
+  // unknown agent); the caller acks then. It runs on the engine thread or
+  // the caller's and must not block.
+  void submit(const v1::Batch& batch, std::function<void(BatchResult)> done);
+  // submit() and wait for `done`.
   BatchResult ingest(const v1::Batch& batch);
 
   // The live clock: moves the engine to `engine_time` (wall clock minus the
-  // delivery delay), then persists changed incidents and updates metrics.
-  // Returns a persistence error, empty when none.
+  // delivery delay; never past a record still waiting for it), publishes a
+  // snapshot, hands changed incidents to the writer and updates metrics.
+  // Returns once the engine thread did. Returns a persistence error, empty
+  // when none.
   std::string tick(double engine_time);
-  // At shutdown: hands the engine every record still held (they were
+  // At shutdown: hands the engine every record queued or held (they may be
   // acknowledged) and writes every changed incident. Error text or empty.
   std::string flush();
 
@@ -133,6 +165,17 @@ class LiveAnalyzer {
 
   // How the served plan's rate was sized against the coverage target.
   const planner::Sizing& planSizing() const;
+
+  // The snapshot the engine thread published last (never null).
+  SnapshotPtr snapshot() const;
+  // Records queued for and held by the engine thread, and the time streams
+  // waited for room (what the ingest metrics show).
+  struct PathStats {
+    size_t queued_records = 0, held_records = 0, pending_batches = 0;
+    size_t waiting_pushes = 0;  // submits waiting for room in the queue now
+    double blocked_seconds = 0;
+  };
+  PathStats pathStats() const;
 
   exporter::IngestCounters counters() const;
   std::vector<exporter::AgentStatus> agents() const;
