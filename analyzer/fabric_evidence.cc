@@ -84,9 +84,11 @@ void FabricEvidence::addProbe(const ProbeRecord& r) {
       host_side_.add(end, r.t, r.sent, r.lost);
     }
   }
-  if (r.hasRtt() && fwd_mid.known() && rev_mid.from != rev_mid.to) {
-    // Round trip over a known forward path; the return is taken to have as
-    // many hops, as in the symmetric Clos fabrics this tool targets.
+  if (r.hasRtt() && fwd_mid.known() &&
+      (rev_mid.from == topology::kNone || rev_mid.from != rev_mid.to)) {
+    // Round trip over a known forward path; the return, known or not, is
+    // taken to have as many hops, as in the symmetric Clos fabrics this
+    // tool targets. (A return known in full has no unseen stretch: kNone.)
     both_ = fwd_;
     both_.insert(both_.end(), rev_.begin(), rev_.end());
     latency_.add(r.t, r.rtt_us_p50, fwd_.size(), both_, rev_mid);

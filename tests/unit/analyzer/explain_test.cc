@@ -115,18 +115,21 @@ TEST(Explain, LossOnOneEndsFlowsOnlyIsTheHostNotItsAccessLink) {
 // way back); what tells them apart is that a stack too busy to receive is
 // also late with what it does answer, and a cable delays nothing.
 TEST(Explain, AHostDroppingWhatItReceivesAndLateIsNotItsCable) {
-  Fabric f(2, 4, 2);
-  Mesh mesh(f);
-  mesh.one_way = true;
-  mesh.sent = 200;
-  mesh.reply_known = false;
-  mesh.receive_drop[f.hosts[3]] = 0.03;
-  mesh.stack_delay_us[f.hosts[3]] = 400;
-  FabricEvidence ev(f.t, {});
-  fill(ev, mesh, 120);
-  for (const Hypothesis& h : explainLosses(ev, {})) {
-    if (h.key.kind == Key::kLink) {
-      EXPECT_FALSE(h.candidates.empty()) << f.t.dirLinkName(h.key.id) << " would page";
+  for (bool reply_known : {true, false}) {
+    SCOPED_TRACE(reply_known ? "reply paths known" : "reply paths unknown");
+    Fabric f(2, 4, 2);
+    Mesh mesh(f);
+    mesh.one_way = true;
+    mesh.sent = 200;
+    mesh.receive_drop[f.hosts[3]] = 0.03;
+    mesh.stack_delay_us[f.hosts[3]] = 400;
+    mesh.reply_known = reply_known;
+    FabricEvidence ev(f.t, {});
+    fill(ev, mesh, 120);
+    for (const Hypothesis& h : explainLosses(ev, {})) {
+      if (h.key.kind == Key::kLink) {
+        EXPECT_FALSE(h.candidates.empty()) << f.t.dirLinkName(h.key.id) << " would page";
+      }
     }
   }
 }
