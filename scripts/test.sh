@@ -17,7 +17,9 @@ bash scripts/build.sh release
 (cd build && ctest --output-on-failure -L 'integration|e2e')
 if [ "${NETDIAG_SKIP_SANITIZE:-0}" != 1 ]; then
   bash scripts/build.sh sanitize
+  lsan_supp="$PWD/tests/lsan.supp"  # absolute: each test runs in its own directory
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+     LSAN_OPTIONS="suppressions=$lsan_supp" \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure -j"$(nproc)" -L unit)
 fi
