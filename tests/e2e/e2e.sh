@@ -60,6 +60,7 @@ missing=$(snmp_missing)
 [[ -n $NETDIAG && -x $NETDIAG ]] || { echo "FAIL: netdiag binary not found (give its path, or set NETDIAG)"; exit 1; }
 NETDIAG=$(readlink -f "$NETDIAG")
 e2e_lock
+fabric_use_run_prefix
 
 FABRIC_RUN=$(mktemp -d /tmp/nd-e2e.XXXXXX)
 chmod 755 "$FABRIC_RUN"

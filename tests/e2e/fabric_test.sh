@@ -14,6 +14,7 @@ source "$HERE/lib/testlib.sh"
 
 e2e_require_fabric
 e2e_lock
+fabric_use_run_prefix
 FABRIC_RUN=$(mktemp -d /tmp/nd-fabric-test.XXXXXX)
 cleanup() {
   fabric_teardown

@@ -19,6 +19,7 @@ e2e_require_fabric
 missing=$(snmp_missing)
 [[ -z $missing ]] || e2e_skip "not installed: $missing"
 e2e_lock
+fabric_use_run_prefix
 FABRIC_RUN=$(mktemp -d /tmp/nd-snmp-test.XXXXXX)
 cleanup() {
   snmp_stop

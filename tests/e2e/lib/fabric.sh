@@ -2,6 +2,7 @@
 # A leaf-spine fabric of Linux routers in network namespaces, built from a
 # netdiag topology file (tests/e2e/fabric.yaml). Source this file, then:
 #
+#   fabric_use_run_prefix     namespaces nd<tag>-<node> for this run only
 #   fabric_load FILE          read nodes, roles and links (with addresses)
 #   fabric_create             namespaces, sysctls, veth pairs through the
 #                             patch panel, addresses, host default routes,
@@ -16,7 +17,8 @@
 #   fabric_teardown           kill everything running in our namespaces,
 #                             delete them (call it from a trap on EXIT)
 #
-# Each node runs in namespace nd-<node>; its interfaces are named exactly as
+# Each node runs in namespace nd-<node> (nd<tag>-<node> after
+# fabric_use_run_prefix, as the tests do); its interfaces are named exactly as
 # the topology's ports. Switches route with FRR's BGP (unnumbered: one
 # IPv6 link-local session per port, so a swapped cable still routes); each
 # leaf has its own ASN, the spines share one (a spine that loses a leaf then
@@ -40,6 +42,7 @@
 # Needs root, iproute2, FRR (Debian `frr`), lldpd, nftables. Functions return
 # non-zero with a message on stderr; they never exit the caller's shell.
 
+FABRIC_NS_PREFIX_GIVEN=${FABRIC_NS_PREFIX:+1}
 FABRIC_NS_PREFIX=${FABRIC_NS_PREFIX:-nd-}
 FABRIC_MGMT_NS=${FABRIC_MGMT_NS:-${FABRIC_NS_PREFIX}mgmt}
 FABRIC_PATCH_NS=${FABRIC_PATCH_NS:-${FABRIC_NS_PREFIX}patch}
@@ -59,6 +62,23 @@ declare -gA FAB_PANEL # "A:p" -> the panel end its cable plugs it into (l<k>a / 
 
 fabric_log() { printf '[fabric %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 fabric_err() { printf '[fabric] error: %s\n' "$*" >&2; return 1; }
+
+# Gives this run its own namespace prefix, nd<4 hex digits>-, unless the
+# caller chose one (FABRIC_NS_PREFIX). Namespace names are global to the
+# kernel: two runs on one machine (two CI jobs, or a hand-built fabric beside a
+# test) would otherwise both want nd-mgmt. Call before fabric_create.
+fabric_use_run_prefix() {
+  [[ -n $FABRIC_NS_PREFIX_GIVEN ]] && return 0
+  local tag="" _
+  for _ in 1 2 3 4 5 6 7 8; do
+    tag=$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
+    ip netns list | awk '{print $1}' | grep -q -- "^nd$tag-" || break
+  done
+  FABRIC_NS_PREFIX="nd$tag-"
+  FABRIC_MGMT_NS="${FABRIC_NS_PREFIX}mgmt"
+  FABRIC_PATCH_NS="${FABRIC_NS_PREFIX}patch"
+  fabric_log "namespaces of this run: ${FABRIC_NS_PREFIX}*"
+}
 
 fabric_ns() { printf '%s%s' "$FABRIC_NS_PREFIX" "$1"; }
 

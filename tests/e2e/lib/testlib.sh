@@ -25,7 +25,9 @@ e2e_require_fabric() {
   done
 }
 
-# One lock for every test that uses the nd-* namespaces: they share names.
+# One namespaced test at a time on this machine: each runs dozens of daemons,
+# and their timing checks assume a fabric to themselves. (Names no longer
+# clash: each run has its own namespace prefix, fabric_use_run_prefix.)
 e2e_lock() {
   exec {E2E_LOCK_FD}>/run/lock/netdiag-e2e.lock
   flock -w "${1:-900}" "$E2E_LOCK_FD" || { echo "FAIL: another namespaced netdiag test holds /run/lock/netdiag-e2e.lock"; exit 1; }
