@@ -85,6 +85,8 @@ class Explainer {
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
   void accessAmbiguity(Hypothesis& h);
+  Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted, size_t skip) const;
+  void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   const std::unordered_set<DirLinkId>& slowLinks();
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
@@ -103,6 +105,9 @@ class Explainer {
   SegmentLists link_segs_, node_segs_, side_segs_;
   std::unordered_map<uint32_t, Candidate>& pool(Key::Kind k) {
     return k == Key::kLink ? link_c_ : k == Key::kNode ? node_c_ : side_c_;
+  }
+  const std::unordered_map<uint32_t, Candidate>& pool0(Key::Kind k) const {
+    return k == Key::kLink ? link_c0_ : k == Key::kNode ? node_c0_ : side_c0_;
   }
   const SegmentLists& lists(Key::Kind k) const {
     return k == Key::kLink ? link_segs_ : k == Key::kNode ? node_segs_ : side_segs_;
@@ -461,7 +466,10 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
       }
     }
     h.alt_llr = alt;
-    if (h.key.kind == Key::kLink) accessAmbiguity(h);
+    if (h.key.kind == Key::kLink) {
+      accessAmbiguity(h);
+      sharedPathAlternatives(h, accepted);
+    }
     const SegmentLists& own = lists(h.key.kind);
     if (auto it = own.find(h.key.id); it != own.end()) h.certain = it->second;
   }
@@ -624,6 +632,80 @@ const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
 //   crossed it, so it is weighed on them (windowLlr).
 // What is not ruled out joins the hypothesis's ambiguity group, with an
 // equal likelihood: the posterior is then at most 1/2, as it should be.
+// The evidence of `key` as it stands with every accepted hypothesis but
+// accepted[skip] (and `key` itself) explaining what it explains: its
+// candidate before the greedy search, less the others' shares of its
+// segments, as in the backward check.
+Candidate Explainer::restOf(const Key& key, const std::vector<Hypothesis>& accepted,
+                            size_t skip) const {
+  Candidate rest = pool0(key.kind).at(key.id);
+  for (uint32_t i : lists(key.kind).at(key.id)) {
+    double left = 1;
+    for (size_t j = 0; j < accepted.size() && left > 0; ++j) {
+      if (j != skip && accepted[j].key != key) {
+        left *= 1 - explainedShare(accepted[j].key, accepted[j].evidence, segs_[i]);
+      }
+    }
+    const double part = unexplained0_[i] * (1 - left);
+    if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from_);
+  }
+  score(rest);
+  return rest;
+}
+
+// Links in series: every lossy flow-window of a link also crossed, for
+// certain, whatever else lies on its path, and when the losses come from
+// one or a few flows, another link of those paths explains them as well.
+// Loss alone cannot tell links that the same lossy flows cross apart; only
+// the clean traffic each carries besides does. So each link that certainly
+// carried at least a quarter of this one's unexplained losses is weighed on
+// the evidence as it would stand without this hypothesis: within ln 99
+// nats, it joins the group (and alone keeps the posterior below 0.99).
+// The reverse direction is the same cable (weighed as `alt` above); a
+// link accepted on its own evidence is no alternative.
+void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted) {
+  if (accepted.size() > kMaxBackwardChecks) return;
+  const DirLinkId d = h.key.id;
+  const auto mine = link_segs_.find(d);
+  if (mine == link_segs_.end() || ev_.countersImplicate(d)) return;
+  std::unordered_map<DirLinkId, double> weight;
+  double total = 0;
+  for (uint32_t i : mine->second) {
+    const double w = unexplained0_[i] * segs_[i].k;
+    total += w;
+    for (DirLinkId u : ev_.lossy().linksOf(segs_[i])) {
+      if (u != d && u != Topology::reverse(d)) weight[u] += w;
+    }
+  }
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (auto [u, w] : weight) {
+    if (w >= 0.25 * total && !ev_.countersImplicate(u)) ranked.emplace_back(-w, u);
+  }
+  if (ranked.empty()) return;
+  std::sort(ranked.begin(), ranked.end());
+  constexpr size_t kMaxSeries = 8;
+  if (ranked.size() > kMaxSeries) ranked.resize(kMaxSeries);
+  size_t self = 0;
+  while (self < accepted.size() && accepted[self].key != h.key) ++self;
+  const double own = restOf(h.key, accepted, self).llr;
+  for (const auto& [neg_weight, u] : ranked) {
+    const Key uk{Key::kLink, u};
+    const bool taken = std::any_of(accepted.begin(), accepted.end(),
+                                   [&](const Hypothesis& a) { return a.key == uk; });
+    if (taken || std::find(h.candidates.begin(), h.candidates.end(), uk) != h.candidates.end()) {
+      continue;
+    }
+    const double l = restOf(uk, accepted, self).llr;
+    if (l >= own - std::log(99.0)) {
+      h.candidates.push_back(uk);
+      if (h.alt_name.empty() || h.candidates.size() == 1) {
+        h.alt_name = "link " + topo_.dirLinkName(u) + ", crossed by the same lossy flows";
+      }
+    }
+    h.alt_llr = std::max(h.alt_llr, h.evidence.llr - (own - l));
+  }
+}
+
 void Explainer::accessAmbiguity(Hypothesis& h) {
   const DirLinkId d = h.key.id;
   const bool into_host = topo_.node(topo_.dirDstNode(d)).isHost();

@@ -194,5 +194,54 @@ TEST(Explain, WithoutPathsAFabricFaultMakesAccessLinksAGroupNotAPage) {
   }
 }
 
+// Loss alone cannot tell apart links that carry the same lossy flows and
+// nothing else: one flow, lossy on its whole known path, is a group of the
+// fabric links in series on it, not a page on whichever the greedy took.
+TEST(Explain, LinksInSeriesOnTheSameLossyFlowAreAGroup) {
+  Fabric f;
+  Mesh mesh(f);
+  const PortId src = f.hosts[0];
+  PortId dst = topology::kNone;
+  for (PortId h : f.hosts) {
+    if (f.leafOf(h) == f.leaves[1]) dst = h;
+  }
+  ASSERT_NE(dst, topology::kNone);
+  const DirLinkId bad = f.between(f.spines[0], f.leaves[1]);
+  const DirLinkId series = f.between(f.leaves[0], f.spines[0]);
+  mesh.loss[bad] = 0.05;
+  const std::vector<DirLinkId> only = f.route(src, dst, 0);
+  mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+    if (fwd == only) return true;
+    for (DirLinkId d : {bad, series}) {
+      if (testing::crosses(fwd, d) || testing::crosses(rev, d)) return false;
+    }
+    return true;
+  };
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  ASSERT_EQ(hs.size(), 1u);
+  const Hypothesis& h = hs[0];
+  ASSERT_EQ(h.key.kind, Key::kLink);
+  ASSERT_TRUE(h.key.id == bad || h.key.id == series) << f.t.dirLinkName(h.key.id);
+  const DirLinkId other = h.key.id == bad ? series : bad;
+  EXPECT_NE(std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, other}),
+            h.candidates.end());
+  EXPECT_LE(h.confidence, 0.5);
+
+  // The same flow beside clean traffic on the series link: only the lossy
+  // link carries nothing but lossy flows, and it stands alone.
+  mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+    return fwd == only || !(testing::crosses(fwd, bad) || testing::crosses(rev, bad));
+  };
+  FabricEvidence ev2(f.t, {});
+  fill(ev2, mesh, 120);
+  auto hs2 = explainLosses(ev2, {});
+  ASSERT_EQ(hs2.size(), 1u);
+  EXPECT_EQ(hs2[0].key, (Key{Key::kLink, bad}));
+  EXPECT_TRUE(hs2[0].candidates.empty());
+  EXPECT_GE(hs2[0].confidence, 0.99);
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
