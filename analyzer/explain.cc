@@ -87,6 +87,7 @@ class Explainer {
   void accessAmbiguity(Hypothesis& h);
   Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted, size_t skip) const;
   void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
+  void somePathsDead(Hypothesis& h);
   const std::unordered_set<DirLinkId>& slowLinks();
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
@@ -470,6 +471,7 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
       accessAmbiguity(h);
       sharedPathAlternatives(h, accepted);
     }
+    if (h.key.kind == Key::kNode) somePathsDead(h);
     const SegmentLists& own = lists(h.key.kind);
     if (auto it = own.find(h.key.id); it != own.end()) h.certain = it->second;
   }
@@ -704,6 +706,90 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
     }
     h.alt_llr = std::max(h.alt_llr, h.evidence.llr - (own - l));
   }
+}
+
+// A host that cannot be reached loses what is sent to it on every path
+// alike: its flow-windows lose at one rate. A dead link on some of the
+// paths to it kills the flows hashed through it whole and leaves the rest
+// clean, and at a small ECMP share, with no path known, no link hypothesis
+// can take those windows first. The two are told apart by the windows
+// themselves: "a share pi of windows dies whole, the rest see background"
+// (a mixture) against "every probe to the host is lost at q + x" (the host
+// hypothesis at its rate). When the mixture fits better by ln 99 nats, the
+// host is not the explanation alone: the links that could have carried the
+// dead flows join its group, and it does not page.
+void Explainer::somePathsDead(Hypothesis& h) {
+  const NodeId host = h.key.id;
+  const auto list = node_segs_.find(host);
+  if (list == node_segs_.end()) return;
+  const double q = std::clamp(ev_.background().round_trip, 1e-9, 0.5);
+  double lossy_n = 0, lossy_k = 0, windows = 0, dead = 0, onset = INFINITY;
+  std::vector<uint32_t> used;
+  for (uint32_t i : list->second) {
+    if (unexplained0_[i] < 0.5 || segs_[i].n == 0) continue;
+    used.push_back(i);
+    lossy_n += segs_[i].n;
+    lossy_k += segs_[i].k;
+    windows += 1;
+    dead += segs_[i].k >= segs_[i].n;
+    onset = std::min(onset, segs_[i].t);
+  }
+  if (dead == 0 || windows == 0) return;
+  // Both fitted since the first lossy window: a host that died within the
+  // horizon was reachable before, which says nothing of its paths.
+  const int64_t first = bucketOf(onset, ev_.bucketWidth());
+  const auto stretch = static_cast<size_t>(std::clamp<int64_t>(
+      ev_.toNode().newestBucket() - first + 1, 1, static_cast<int64_t>(ev_.buckets())));
+  const Tally since = ev_.toNode().recent(host, stretch);
+  const double n_all = std::max(since.n, lossy_n);
+  const double p = std::clamp(std::max(since.k, lossy_k) / n_all, q, 1 - 1e-9);
+  const double clean_n = n_all - lossy_n;
+  const double clean_windows = clean_n / (lossy_n / windows);
+  const double pi = std::clamp(dead / (windows + clean_windows), 1e-9, 1 - 1e-9);
+  double host_ll = clean_n * std::log1p(-p),
+         mix_ll = clean_windows * std::log1p(-pi) + clean_n * std::log1p(-q);
+  for (uint32_t i : used) {
+    const double n = segs_[i].n, k = segs_[i].k;
+    host_ll += k * std::log(p) + (n - k) * std::log1p(-p);
+    const double background = std::log1p(-pi) + k * std::log(q) + (n - k) * std::log1p(-q);
+    mix_ll = mix_ll + (k >= n ? std::log(std::exp(background) + pi) : background);
+  }
+  if (mix_ll - host_ll < std::log(99.0)) return;
+  // The links that could have carried (nearly) every dead window, certainly
+  // or on an unseen stretch, ranked by the expected share they carried: one
+  // link explains them all, where a link that carried one source's flows
+  // only would need a fault for each source. Not the host's own access
+  // links: they carry its clean windows too.
+  std::unordered_map<DirLinkId, std::pair<double, double>> carried;  // windows, weight
+  for (uint32_t i : used) {
+    if (segs_[i].k < segs_[i].n) continue;
+    std::unordered_map<DirLinkId, double> here;
+    for (DirLinkId d : ev_.lossy().linksOf(segs_[i])) here[d] = 1;
+    for (const Middle& mid : segs_[i].middle) {
+      if (mid.known()) continue;
+      for (auto [link, share] : ev_.shares().linksOn(mid.from, mid.to)) {
+        here[link] = std::max(here[link], share);
+      }
+    }
+    for (auto [d, w] : here) {
+      if (topo_.dirDstNode(d) == host || topo_.dirSrcNode(d) == host) continue;
+      carried[d].first += 1;
+      carried[d].second += w;
+    }
+  }
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (auto [d, cw] : carried) {
+    if (cw.first >= 0.9 * dead) ranked.emplace_back(-cw.second, d);
+  }
+  if (ranked.empty()) return;  // no one link: several faults, or the host after all
+  std::sort(ranked.begin(), ranked.end());
+  constexpr size_t kMaxDeadLinks = 8;
+  for (size_t j = 0; j < ranked.size() && j < kMaxDeadLinks; ++j) {
+    h.candidates.push_back({Key::kLink, ranked[j].second});
+  }
+  h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
+  h.alt_name = "a dead link on some of the paths to " + topo_.node(host).name +
+               " (flows died whole, the others were clean)";
 }
 
 void Explainer::accessAmbiguity(Hypothesis& h) {

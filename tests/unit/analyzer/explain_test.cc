@@ -243,5 +243,55 @@ TEST(Explain, LinksInSeriesOnTheSameLossyFlowAreAGroup) {
   EXPECT_GE(hs2[0].confidence, 0.99);
 }
 
+// A dead link on some of the paths to a host, with no path known: the flows
+// hashed through it die whole and the others stay clean. That is no host
+// "unreachable on every path" (which loses its flows alike); the host
+// stays in a group with the links that could have carried the dead flows.
+TEST(Explain, FlowsDeadWholeOnSomePathsOnlyAreNoDeadHost) {
+  // leaf2's uplink to spine1 is dead (no counter says so). leaf2's hosts
+  // probe only host9, on leaf3, over every spine, and nobody else does: a
+  // quarter of the flows to host9 die whole, a different source's each.
+  Fabric f(4, 4, 4);
+  Mesh mesh(f);
+  const DirLinkId bad = f.between(f.leaves[1], f.spines[0]);
+  mesh.loss[bad] = 1.0;
+  mesh.path_known = [](PortId, PortId, size_t) { return false; };
+  const PortId x = f.port("host9:eth0");
+  mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>&) {
+    const bool from_leaf2 = f.leafOf(f.t.dirSrcPort(fwd.front())) == f.leaves[1];
+    const bool to_leaf2 = f.leafOf(f.t.dirDstPort(fwd.back())) == f.leaves[1];
+    const bool to_x = f.t.dirDstPort(fwd.back()) == x;
+    return !to_leaf2 && from_leaf2 == to_x;
+  };
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  const Key host{Key::kNode, f.t.port(x).node};
+  auto it = std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) { return h.key == host; });
+  ASSERT_NE(it, hs.end());
+  EXPECT_LE(it->confidence, 0.5);
+  // The dead flows' unseen stretches between leaf2 and leaf3: every fabric
+  // link of them is as likely (no path was seen), the group names some.
+  ASSERT_FALSE(it->candidates.empty());
+  for (const Key& k : it->candidates) {
+    ASSERT_EQ(k.kind, Key::kLink);
+    EXPECT_FALSE(f.t.node(f.t.dirSrcNode(k.id)).isHost() || f.t.node(f.t.dirDstNode(k.id)).isHost())
+        << f.t.dirLinkName(k.id);
+  }
+
+  // Every path dead (the host itself): one rate on all its flows, paged.
+  Mesh all(f);
+  const PortId dead = x;
+  all.dead.insert(dead);
+  all.path_known = mesh.path_known;
+  FabricEvidence ev2(f.t, {});
+  fill(ev2, all, 120);
+  auto hs2 = explainLosses(ev2, {});
+  ASSERT_FALSE(hs2.empty());
+  EXPECT_EQ(hs2[0].key, (Key{Key::kNode, f.t.port(dead).node}));
+  EXPECT_TRUE(hs2[0].candidates.empty());
+  EXPECT_GE(hs2[0].confidence, 0.99);
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
