@@ -251,6 +251,15 @@ class LineParser {
 
   // Starts loading what resolving a probe's ports will read (hints only).
   void prefetchPorts();
+  // ports_.find(ref), trying first the port prefetchPorts() found next in
+  // its walk (the checks resolve in the same order): a hit costs no hash.
+  PortId resolve(std::string_view ref) {
+    if (hint_next_ < hint_count_) {
+      PortId hint = hints_[hint_next_++];
+      if (hint != kNone && ports_.is(hint, ref)) return hint;
+    }
+    return ports_.find(ref);
+  }
   Outcome parseProbe();
   Outcome parsePort();
   Outcome parseLldp();
@@ -267,6 +276,9 @@ class LineParser {
   std::array<element, kKeyCount> fields_{};
   std::array<bool, kKeyCount> present_{};
   std::string_view kind_;
+  static constexpr size_t kMaxHints = 32;
+  std::array<PortId, kMaxHints> hints_{};
+  size_t hint_count_ = 0, hint_next_ = 0;
   double t_ = 0;
   std::string error_;
   std::string warning_;
@@ -285,6 +297,7 @@ bool isBlank(const char* p, size_t len) {
 
 LineParser::Outcome LineParser::parse(const char* p, size_t len) {
   warning_.clear();
+  hint_count_ = hint_next_ = 0;
   if (isBlank(p, len)) return Outcome::kBlank;
   element doc;
   // realloc_if_needed=false: the caller guarantees the padding.
@@ -324,7 +337,7 @@ bool LineParser::requiredString(Key k, std::string_view& out) {
 bool LineParser::knownPort(Key k, PortId& out) {
   std::string_view ref;
   if (!requiredString(k, ref)) return false;
-  PortId id = ports_.find(ref);
+  PortId id = resolve(ref);
   if (id == kNone) return unknownPort(k, ref);
   out = id;
   return true;
@@ -423,7 +436,7 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
       prev = expect;
       pending = kNone;
     } else {
-      PortId id = ports_.find(ref);
+      PortId id = resolve(ref);
       if (id == kNone) return unknownPort(k, ref);
       if (id == prev) {
         return fail(label() + quotedValue(ref) + " is both ingress and egress of one hop");
@@ -463,12 +476,11 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
 // entries' peers), so that a hop's misses overlap with the other hops'. The
 // walk only hints; the checks below decide, in their own order.
 void LineParser::prefetchPorts() {
-  constexpr size_t kMax = 32;
-  std::array<uint64_t, kMax> hashes;
+  std::array<uint64_t, kMaxHints> hashes;
   size_t n = 0;
   auto add = [&](const element& e) {
     std::string_view ref;
-    if (n < kMax && !e.get_string().get(ref)) hashes[n++] = ports_.prefetchSlot(ref);
+    if (n < kMaxHints && !e.get_string().get(ref)) hashes[n++] = ports_.prefetchSlot(ref);
   };
   // src and dst: the first element of path and of reply_path, whose peers
   // the second elements are compared with.
@@ -483,14 +495,15 @@ void LineParser::prefetchPorts() {
       ++i;
     }
   }
-  std::array<PortId, kMax> ports;
   for (size_t j = 0; j < n; ++j) {
-    ports[j] = ports_.candidate(hashes[j]);
-    ports_.prefetchEntry(ports[j]);
+    hints_[j] = ports_.candidate(hashes[j]);
+    ports_.prefetchEntry(hints_[j]);
   }
   for (size_t j = 0; j < n; ++j) {
-    if (ports[j] != kNone) ports_.prefetchEntry(ports_.peer(ports[j]));
+    if (hints_[j] != kNone) ports_.prefetchEntry(ports_.peer(hints_[j]));
   }
+  hint_count_ = n;
+  hint_next_ = 0;
 }
 
 LineParser::Outcome LineParser::parseProbe() {
