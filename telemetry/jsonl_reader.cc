@@ -12,6 +12,7 @@
 
 #include "telemetry/jsonl.h"
 #include "topology/display_text.h"
+#include "topology/port_index.h"
 
 namespace netdiag::telemetry {
 namespace {
@@ -84,13 +85,34 @@ constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
     "neighbor",
 };
 
-Key keyOf(std::string_view k) {
-  // Dispatch on length and first letter first: most keys differ there.
-  for (size_t i = 0; i < kKeyCount; ++i) {
-    std::string_view name = kKeyNames[i];
-    if (name.size() == k.size() && name[0] == k[0] && name == k) return static_cast<Key>(i);
+// A key's length, first and last letters tell the known keys apart: they
+// pick one slot of a small table, and one comparison confirms the key.
+constexpr size_t keySlot(size_t len, unsigned char first, unsigned char last) {
+  return (len * 2 + first * 20 + last * 3) % 64;
+}
+struct KeyTable {
+  std::array<Key, 64> slots{};
+  bool distinct = true;  // no two known keys share a slot
+  constexpr KeyTable() {
+    slots.fill(Key::kUnknown);
+    for (size_t i = 0; i < kKeyCount; ++i) {
+      std::string_view name = kKeyNames[i];
+      Key& slot = slots[keySlot(name.size(), static_cast<unsigned char>(name.front()),
+                                static_cast<unsigned char>(name.back()))];
+      distinct = distinct && slot == Key::kUnknown;
+      slot = static_cast<Key>(i);
+    }
   }
-  return Key::kUnknown;
+};
+constexpr KeyTable kKeyTable;
+static_assert(kKeyTable.distinct, "two keys share a slot of kKeyTable: change keySlot()");
+
+Key keyOf(std::string_view k) {
+  if (k.empty()) return Key::kUnknown;
+  Key key = kKeyTable.slots[keySlot(k.size(), static_cast<unsigned char>(k.front()),
+                                    static_cast<unsigned char>(k.back()))];
+  if (key == Key::kUnknown || kKeyNames[static_cast<size_t>(key)] != k) return Key::kUnknown;
+  return key;
 }
 
 struct Counter {
@@ -186,7 +208,7 @@ class LineParser {
   enum class Outcome { kBlank, kRecord, kUnknownKind, kBad, kFuture };
 
   LineParser(const topology::Topology& topo, RecordSink& sink, double max_future_s)
-      : topo_(topo), sink_(sink), max_future_s_(max_future_s) {}
+      : topo_(topo), ports_(topo), sink_(sink), max_future_s_(max_future_s) {}
 
   // [p, p + len) is one line without its '\n'; at least SIMDJSON_PADDING
   // readable bytes follow it. On kBad and kFuture, error() says why.
@@ -210,6 +232,7 @@ class LineParser {
   // when the field is missing or of the wrong type or range.
   bool requiredString(Key k, std::string_view& out);
   bool knownPort(Key k, PortId& out);
+  bool unknownPort(Key k, std::string_view ref);
   bool uintField(Key k, uint64_t max, uint64_t& out);
   bool numberField(Key k, double& out);
   Outcome badRecord(std::string msg) {
@@ -226,6 +249,17 @@ class LineParser {
   // known prefix. `from`/`to` are the ends the path must start and end at.
   bool readPath(Key k, PortId from, PortId to, bool partial, std::vector<DirLinkId>& out);
 
+  // Starts loading what resolving a probe's ports will read (hints only).
+  void prefetchPorts();
+  // ports_.find(ref), trying first the port prefetchPorts() found next in
+  // its walk (the checks resolve in the same order): a hit costs no hash.
+  PortId resolve(std::string_view ref) {
+    if (hint_next_ < hint_count_) {
+      PortId hint = hints_[hint_next_++];
+      if (hint != kNone && ports_.is(hint, ref)) return hint;
+    }
+    return ports_.find(ref);
+  }
   Outcome parseProbe();
   Outcome parsePort();
   Outcome parseLldp();
@@ -234,6 +268,7 @@ class LineParser {
   bool admit();
 
   const topology::Topology& topo_;
+  const topology::PortIndex ports_;  // names to ids without the topology's node-based map
   RecordSink& sink_;
   const double max_future_s_;
   double newest_ = -std::numeric_limits<double>::infinity();  // of the records accepted
@@ -241,6 +276,9 @@ class LineParser {
   std::array<element, kKeyCount> fields_{};
   std::array<bool, kKeyCount> present_{};
   std::string_view kind_;
+  static constexpr size_t kMaxHints = 32;
+  std::array<PortId, kMaxHints> hints_{};
+  size_t hint_count_ = 0, hint_next_ = 0;
   double t_ = 0;
   std::string error_;
   std::string warning_;
@@ -259,6 +297,7 @@ bool isBlank(const char* p, size_t len) {
 
 LineParser::Outcome LineParser::parse(const char* p, size_t len) {
   warning_.clear();
+  hint_count_ = hint_next_ = 0;
   if (isBlank(p, len)) return Outcome::kBlank;
   element doc;
   // realloc_if_needed=false: the caller guarantees the padding.
@@ -298,10 +337,14 @@ bool LineParser::requiredString(Key k, std::string_view& out) {
 bool LineParser::knownPort(Key k, PortId& out) {
   std::string_view ref;
   if (!requiredString(k, ref)) return false;
-  auto id = topo_.findPort(ref);
-  if (!id) return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
-  out = *id;
+  PortId id = resolve(ref);
+  if (id == kNone) return unknownPort(k, ref);
+  out = id;
   return true;
+}
+
+bool LineParser::unknownPort(Key k, std::string_view ref) {
+  return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
 }
 
 bool LineParser::uintField(Key k, uint64_t max, uint64_t& out) {
@@ -328,17 +371,14 @@ bool LineParser::uintField(Key k, uint64_t max, uint64_t& out) {
     default:
       break;
   }
+  if (ok && out <= max) return true;
   std::string label = "'" + std::string(name(k)) + "' ";
   if (!ok) return fail(label + "must be a non-negative integer, got " + describe(e));
-  if (out > max) {
-    std::string msg = label;
-    appendInt(msg, out);
-    msg += " is out of range (max ";
-    appendInt(msg, max);
-    msg += ')';
-    return fail(msg);
-  }
-  return true;
+  appendInt(label, out);
+  label += " is out of range (max ";
+  appendInt(label, max);
+  label += ')';
+  return fail(label);
 }
 
 bool LineParser::numberField(Key k, double& out) {
@@ -357,7 +397,8 @@ bool LineParser::numberField(Key k, double& out) {
 bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
                           std::vector<DirLinkId>& out) {
   out.clear();
-  std::string label = std::string(name(k)) + ": ";
+  // Built only for a message: a good path costs no string.
+  auto label = [k] { return std::string(name(k)) + ": "; };
   simdjson::dom::array arr;
   if (field(k).get_array().get(arr)) {
     return fail("'" + std::string(name(k)) + "' must be an array of port references, got " +
@@ -370,55 +411,45 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
   for (element e : arr) {
     std::string_view ref;
     if (e.get_string().get(ref)) {
-      std::string msg = label + "element ";
+      std::string msg = label() + "element ";
       appendInt(msg, i);
       return fail(msg + " must be a port reference string, got " + describe(e));
     }
     if (i == 0) {
-      auto id = topo_.findPort(ref);
-      if (!id)
-        return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
-      if (*id != from) {
-        return fail(label + "starts at " + quotedValue(ref) + ", not at " +
+      // Nearly always `from` itself, already resolved: compare, no lookup.
+      PortId id = ports_.is(from, ref) ? from : ports_.find(ref);
+      if (id == kNone) return unknownPort(k, ref);
+      if (id != from) {
+        return fail(label() + "starts at " + quotedValue(ref) + ", not at " +
                     quotedValue(topo_.portRef(from)));
       }
-      prev = *id;
+      prev = id;
     } else if (i % 2 == 1) {
       // The far end of the link p[i-1] leaves by: compare names, no lookup.
-      PortId expect = pending == kNone ? kNone : topo_.dirDstPort(pending);
-      bool match = false;
-      if (expect != kNone) {
-        const topology::Port& ep = topo_.port(expect);
-        const std::string& node = topo_.node(ep.node).name;
-        match = ref.size() == node.size() + 1 + ep.name.size() && ref.starts_with(node) &&
-                ref[node.size()] == ':' && ref.ends_with(ep.name);
-      }
-      if (!match) {
-        auto id = topo_.findPort(ref);
-        if (!id)
-          return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
-        return fail(label + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
+      PortId expect = pending == kNone ? kNone : ports_.peer(prev);
+      if (expect == kNone || !ports_.is(expect, ref)) {
+        if (ports_.find(ref) == kNone) return unknownPort(k, ref);
+        return fail(label() + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
                     " is not a link of the topology");
       }
       out.push_back(pending);
       prev = expect;
       pending = kNone;
     } else {
-      auto id = topo_.findPort(ref);
-      if (!id)
-        return fail("unknown port " + quotedValue(ref) + " in '" + std::string(name(k)) + "'");
-      if (*id == prev) {
-        return fail(label + quotedValue(ref) + " is both ingress and egress of one hop");
+      PortId id = resolve(ref);
+      if (id == kNone) return unknownPort(k, ref);
+      if (id == prev) {
+        return fail(label() + quotedValue(ref) + " is both ingress and egress of one hop");
       }
-      if (topo_.port(*id).node != topo_.port(prev).node) {
-        return fail(label + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
+      if (ports_.node(id) != ports_.node(prev)) {
+        return fail(label() + quotedValue(prev_ref) + " -> " + quotedValue(ref) +
                     ": ingress and egress of a hop must be ports of one node");
       }
-      prev = *id;
+      prev = id;
     }
     if (i % 2 == 0) {
-      pending = topo_.egressOf(prev);
-      if (pending == kNone) return fail(label + "port " + quotedValue(ref) + " has no link");
+      pending = ports_.egress(prev);
+      if (pending == kNone) return fail(label() + "port " + quotedValue(ref) + " has no link");
     }
     prev_ref = ref;
     ++i;
@@ -426,18 +457,57 @@ bool LineParser::readPath(Key k, PortId from, PortId to, bool partial,
   if (i % 2 == 1) {
     // Ends on an egress port: the probe is known to have left by its link.
     if (!partial) {
-      return fail(label + "ends at egress port " + quotedValue(prev_ref) + ", not at " +
+      return fail(label() + "ends at egress port " + quotedValue(prev_ref) + ", not at " +
                   quotedValue(topo_.portRef(to)));
     }
     out.push_back(pending);
   } else if (i > 0 && !partial && prev != to) {
-    return fail(label + "ends at " + quotedValue(prev_ref) + ", not at " +
+    return fail(label() + "ends at " + quotedValue(prev_ref) + ", not at " +
                 quotedValue(topo_.portRef(to)));
   }
   return true;
 }
 
+// Resolving a name reads memory the engine's own working set has evicted by
+// then: the port's slot, its entry, then the entry of the port at the far
+// end of its link, each waiting for the one before, two or three misses per
+// hop. So before checking anything, walk the record's references once and
+// start every load, in three rounds (slots, the entries they name, those
+// entries' peers), so that a hop's misses overlap with the other hops'. The
+// walk only hints; the checks below decide, in their own order.
+void LineParser::prefetchPorts() {
+  std::array<uint64_t, kMaxHints> hashes;
+  size_t n = 0;
+  auto add = [&](const element& e) {
+    std::string_view ref;
+    if (n < kMaxHints && !e.get_string().get(ref)) hashes[n++] = ports_.prefetchSlot(ref);
+  };
+  // src and dst: the first element of path and of reply_path, whose peers
+  // the second elements are compared with.
+  if (has(Key::kSrc)) add(field(Key::kSrc));
+  if (has(Key::kDst)) add(field(Key::kDst));
+  for (Key k : {Key::kPath, Key::kReplyPath}) {
+    simdjson::dom::array arr;
+    if (!has(k) || field(k).get_array().get(arr)) continue;
+    size_t i = 0;
+    for (element e : arr) {
+      if (i > 0 && i % 2 == 0) add(e);  // egress ports; the odd ones are the peers
+      ++i;
+    }
+  }
+  for (size_t j = 0; j < n; ++j) {
+    hints_[j] = ports_.candidate(hashes[j]);
+    ports_.prefetchEntry(hints_[j]);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (hints_[j] != kNone) ports_.prefetchEntry(ports_.peer(hints_[j]));
+  }
+  hint_count_ = n;
+  hint_next_ = 0;
+}
+
 LineParser::Outcome LineParser::parseProbe() {
+  prefetchPorts();
   ProbeRecord& r = probe_;
   r.t = t_;
   if (!knownPort(Key::kSrc, r.src) || !knownPort(Key::kDst, r.dst)) return Outcome::kBad;

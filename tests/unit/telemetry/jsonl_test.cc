@@ -735,6 +735,56 @@ TEST_F(JsonlTest, RejectsBadPaths) {
       std::string::npos);
 }
 
+// Keys are told apart by length, first and last letter, then compared:
+// a key that shares all three with a known one is still unknown.
+TEST_F(JsonlTest, KeysLikeKnownOnesAreIgnored) {
+  Collect sink;
+  ReadStats stats =
+      read(R"({"t":1,"kind":"probe","src":"h1:eth0","dst":"h9:eth0","flow":1,"sent":5,"lost":0,)"
+           R"("sunt":9,"lant":9,"sxc":"x","pxxh":[1],"rtt_us_pX0":-1,"kinD":"lldp","":0,"t ":"x"})"
+           "\n",
+           sink);
+  EXPECT_EQ(stats.bad, 0u);
+  ASSERT_EQ(sink.probes.size(), 1u);
+  EXPECT_EQ(sink.probes[0].sent, 5u);
+  EXPECT_EQ(sink.probes[0].lost, 0u);
+  EXPECT_TRUE(std::isnan(sink.probes[0].rtt_us_p50));
+}
+
+// Port references longer than the 48 bytes the reader's index keeps in
+// place resolve and compare in full, in src, dst, path and reply_path.
+TEST(JsonlLongNames, PathsOfLongNamesResolve) {
+  Topology t;
+  const std::string pre(50, 'n');
+  NodeId h1 = t.addNode(makeNode(pre + "h1", Role::kHost));
+  NodeId h2 = t.addNode(makeNode(pre + "h2", Role::kHost));
+  NodeId l1 = t.addNode(makeNode(pre + "l1", Role::kLeaf));
+  t.addLink(t.addPort(h1, "eth0"), t.addPort(l1, "swp1"));
+  t.addLink(t.addPort(h2, "eth0"), t.addPort(l1, "swp2"));
+  t.finalize();
+  auto ref = [&pre](const char* r) { return "\"" + pre + r + "\""; };
+  const std::string head = R"({"t":1,"kind":"probe","flow":1,"sent":5,"lost":0,"src":)" +
+                           ref("h1:eth0") + R"(,"dst":)" + ref("h2:eth0") + ",";
+  const std::string good = head + R"("path":[)" + ref("h1:eth0") + "," + ref("l1:swp1") + "," +
+                           ref("l1:swp2") + "," + ref("h2:eth0") + R"(],"reply_path":[)" +
+                           ref("h2:eth0") + "," + ref("l1:swp2") + "," + ref("l1:swp1") + "," +
+                           ref("h1:eth0") + "]}\n";
+  // The same with the last byte of the ingress port changed: past the head.
+  const std::string bad = head + R"("path":[)" + ref("h1:eth0") + "," + ref("l1:swp2") + "," +
+                          ref("l1:swp1") + "," + ref("h2:eth0") + "]}\n";
+  std::istringstream in(good + bad);
+  Collect sink;
+  ReadStats stats;
+  ASSERT_TRUE(readJsonl(in, t, sink, stats));
+  ASSERT_EQ(sink.probes.size(), 1u);
+  EXPECT_EQ(sink.probes[0].path.size(), 2u);
+  EXPECT_EQ(sink.probes[0].reply_path.size(), 2u);
+  ASSERT_EQ(stats.first_bad.size(), 1u);
+  EXPECT_EQ(stats.first_bad[0].line, 2u);
+  EXPECT_NE(stats.first_bad[0].message.find("is not a link of the topology"), std::string::npos)
+      << stats.first_bad[0].message;
+}
+
 TEST_F(JsonlTest, RejectsBadPortCounters) {
   EXPECT_NE(badMessage(R"({"t":1,"kind":"port","port":"h1:eth0","rx_errors":-1})")
                 .find("port: 'rx_errors' must be a non-negative integer, got -1"),
