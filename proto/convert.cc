@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace netdiag::proto {
 
@@ -36,23 +37,38 @@ uint64_t keyHash(std::string_view key) { return std::hash<std::string_view>{}(ke
 
 }  // namespace
 
+std::string_view Resolver::Table::keyOf(const Slot& s) const {
+  if (s.size <= kInline) return {s.key, s.size};
+  uint32_t offset = 0;
+  std::memcpy(&offset, s.key, sizeof offset);
+  return {long_keys_.data() + offset, s.size};
+}
+
 void Resolver::Table::build(const std::vector<std::pair<std::string, PortId>>& keys) {
   size_t size = 16;
   while (size < 2 * keys.size()) size *= 2;
   slots_.assign(size, Slot{});
   mask_ = size - 1;
-  chars_.clear();
+  long_keys_.clear();
   for (const auto& [key, port] : keys) {
     const uint64_t h = keyHash(key);
     uint64_t i = h & mask_;
     bool present = false;  // the first of equal keys wins, as emplace() would
     for (; slots_[i].port != kNone; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      present |= s.hash == h && std::string_view(chars_.data() + s.offset, s.size) == key;
+      present |= slots_[i].hash == h && keyOf(slots_[i]) == key;
     }
     if (present) continue;
-    slots_[i] = {h, static_cast<uint32_t>(chars_.size()), static_cast<uint32_t>(key.size()), port};
-    chars_ += key;
+    Slot& s = slots_[i];
+    s.hash = h;
+    s.size = static_cast<uint32_t>(key.size());
+    s.port = port;
+    if (key.size() <= kInline) {
+      std::memcpy(s.key, key.data(), key.size());
+    } else {
+      const auto offset = static_cast<uint32_t>(long_keys_.size());
+      std::memcpy(s.key, &offset, sizeof offset);
+      long_keys_ += key;
+    }
   }
 }
 
@@ -63,9 +79,7 @@ const Resolver::PortEntry* Resolver::Table::find(std::string_view key,
   for (uint64_t i = h & mask_;; i = (i + 1) & mask_) {
     const Slot& s = slots_[i];
     if (s.port == kNone) return nullptr;
-    if (s.hash == h && std::string_view(chars_.data() + s.offset, s.size) == key) {
-      return &entries[s.port];
-    }
+    if (s.hash == h && s.size == key.size() && keyOf(s) == key) return &entries[s.port];
   }
 }
 

@@ -50,21 +50,26 @@ class Resolver {
   const PortEntry& entryOf(topology::PortId p) const { return entries_[p]; }
 
  private:
-  // Keys (copied into one buffer) -> port ids; linear probing over a
-  // power-of-two table at most half full, each slot holding the key's hash.
+  // Keys -> port ids; linear probing over a power-of-two table at most half
+  // full. Each slot holds the key's hash and, when it is short (every port
+  // name of the generated fabrics is), the key itself, so a lookup touches
+  // one slot; longer keys are kept in one shared buffer.
   class Table {
    public:
     void build(const std::vector<std::pair<std::string, topology::PortId>>& keys);
     const PortEntry* find(std::string_view key, const std::vector<PortEntry>& entries) const;
 
    private:
+    static constexpr size_t kInline = 24;
     struct Slot {
       uint64_t hash = 0;
-      uint32_t offset = 0, size = 0;            // the key in chars_
+      uint32_t size = 0;
       topology::PortId port = topology::kNone;  // kNone: empty slot
+      char key[kInline] = {};  // the key when size <= kInline, else its offset in long_keys_
     };
+    std::string_view keyOf(const Slot& s) const;
     std::vector<Slot> slots_;
-    std::string chars_;
+    std::string long_keys_;
     uint64_t mask_ = 0;
   };
 

@@ -143,6 +143,40 @@ TEST_F(ConvertTest, ResolverFindsEveryPortAndNothingElse) {
   EXPECT_EQ(resolver_.port(std::string("host1:eth0\0x", 12)), topology::kNone);
 }
 
+// Names longer than a table slot holds inline (24 chars) live in a buffer
+// of their own; short and long ones resolve alike, and neither matches the
+// other's prefix.
+TEST(Resolver, LongAndShortNamesResolveAlike) {
+  topology::Topology t;
+  auto node = [&](std::string name, topology::Role role) {
+    topology::Node n;
+    n.name = std::move(name);
+    n.role = role;
+    return t.addNode(std::move(n));
+  };
+  const std::string long_host = "a-host-name-well-beyond-the-inline-slot";
+  const topology::NodeId h = node(long_host, topology::Role::kHost);
+  const topology::NodeId l = node("leaf1", topology::Role::kLeaf);
+  const topology::PortId he = t.addPort(h, "eth0");
+  const topology::PortId hf = t.addPort(h, "eth1-also-quite-a-long-interface-name");
+  const topology::PortId ls = t.addPort(l, "swp1");
+  const topology::PortId lt = t.addPort(l, "swp2");
+  t.addLink(he, ls);
+  t.addLink(hf, lt);
+  t.finalize();
+  Resolver resolver(t);
+  for (topology::PortId p : {he, hf, ls, lt}) {
+    EXPECT_EQ(resolver.port(t.portRef(p)), p) << t.portRef(p);
+    ASSERT_NE(resolver.entry(t.portRef(p)), nullptr);
+    EXPECT_EQ(resolver.entry(t.portRef(p))->ingress, t.ingressOf(p));
+  }
+  EXPECT_EQ(resolver.port(long_host + ":eth"), topology::kNone);
+  EXPECT_EQ(resolver.port(long_host + ":eth00"), topology::kNone);
+  EXPECT_EQ(resolver.port(t.portRef(hf) + "x"), topology::kNone);
+  EXPECT_EQ(resolver.port(t.portRef(hf).substr(0, 24)), topology::kNone);
+  EXPECT_EQ(resolver.port("leaf1:swp3"), topology::kNone);
+}
+
 TEST_F(ConvertTest, DecodeBuildsTheRecordsDeliverHandsOn) {
   auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
   v1::Batch batch;
