@@ -130,6 +130,13 @@ struct AnalyzerMetrics::Impl {
   prometheus::Gauge& last_update;
   prometheus::Gauge& up;
 
+  // Drain plans of the links with open incidents, made with the down links
+  // in `drain_down`: a plan walks the fabric (every host's reach), so it is
+  // made again only when its link is new or the down links changed, not
+  // every update. Holds only the links of the last update's incidents.
+  std::unordered_map<topology::LinkId, topology::DrainPlan> drain_plans;
+  std::vector<topology::LinkId> drain_down;
+
   std::unordered_set<std::string> seen_open;       // ids whose opening we have seen
   std::unordered_set<std::string> seen_localized;  // ids whose localization we have seen
   bool first_update = true;
@@ -393,6 +400,23 @@ struct AnalyzerMetrics::Impl {
       }
       observeDelays(inc, now);
     }
+    std::vector<topology::LinkId> down;
+    for (topology::LinkId l = 0; l < topo.linkCount(); ++l) {
+      if (router.isDown(l)) down.push_back(l);
+    }
+    if (down != drain_down) {
+      drain_plans.clear();
+      drain_down = std::move(down);
+    }
+    std::unordered_map<topology::LinkId, topology::DrainPlan> plans;
+    for (const analyzer::Incident* inc : link_open) {
+      const topology::LinkId l = Topology::linkOf(inc->link);
+      if (plans.count(l)) continue;
+      auto cached = drain_plans.find(l);
+      plans.emplace(l, cached != drain_plans.end() ? std::move(cached->second)
+                                                   : topology::planDrain(router, l));
+    }
+    drain_plans = std::move(plans);
     for (const auto& kind : kKinds) {
       for (const char* state : {"open", "localized"}) counts.try_emplace({kind, state}, 0);
     }
@@ -441,7 +465,7 @@ struct AnalyzerMetrics::Impl {
       suspect_loss.set(with_incident, inc->loss_ratio);
       suspect_confidence.set(with_incident, inc->confidence);
       // Drain advice for the direction named (its link carries both).
-      topology::DrainPlan plan = topology::planDrain(router, Topology::linkOf(inc->link));
+      const topology::DrainPlan& plan = drain_plans.at(Topology::linkOf(inc->link));
       drain_safe.set(labels, plan.safe ? 1 : 0);
       drain_width.set(labels, static_cast<double>(plan.width_before));
       drain_width_left.set(labels, static_cast<double>(plan.width_after));

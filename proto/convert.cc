@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace netdiag::proto {
 
@@ -10,21 +11,86 @@ using topology::kNone;
 using topology::PortId;
 
 Resolver::Resolver(const topology::Topology& topo) : topo_(topo) {
-  by_addr_.reserve(topo.portCount());
+  entries_.resize(topo.portCount());
+  std::vector<std::pair<std::string, PortId>> names, addrs;
+  names.reserve(topo.portCount());
   for (PortId p = 0; p < topo.portCount(); ++p) {
+    PortEntry& e = entries_[p];
+    e.port = p;
+    e.node = topo.port(p).node;
+    e.ingress = topo.ingressOf(p);
+    if (e.ingress != kNone) {
+      e.ingress_from = topo.dirSrcNode(e.ingress);
+      e.ingress_from_port = topo.dirSrcPort(e.ingress);
+    }
+    names.emplace_back(topo.portRef(p), p);
     const std::string& addr = topo.port(p).addr;
-    if (addr.empty()) continue;
-    by_addr_.emplace(addr.substr(0, addr.find('/')), p);
+    if (!addr.empty()) addrs.emplace_back(addr.substr(0, addr.find('/')), p);
+  }
+  names_.build(names);
+  addrs_.build(addrs);
+}
+
+namespace {
+
+uint64_t keyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+}  // namespace
+
+std::string_view Resolver::Table::keyOf(const Slot& s) const {
+  if (s.size <= kInline) return {s.key, s.size};
+  uint32_t offset = 0;
+  std::memcpy(&offset, s.key, sizeof offset);
+  return {long_keys_.data() + offset, s.size};
+}
+
+void Resolver::Table::build(const std::vector<std::pair<std::string, PortId>>& keys) {
+  size_t size = 16;
+  while (size < 2 * keys.size()) size *= 2;
+  slots_.assign(size, Slot{});
+  mask_ = size - 1;
+  long_keys_.clear();
+  for (const auto& [key, port] : keys) {
+    const uint64_t h = keyHash(key);
+    uint64_t i = h & mask_;
+    bool present = false;  // the first of equal keys wins, as emplace() would
+    for (; slots_[i].port != kNone; i = (i + 1) & mask_) {
+      present |= slots_[i].hash == h && keyOf(slots_[i]) == key;
+    }
+    if (present) continue;
+    Slot& s = slots_[i];
+    s.hash = h;
+    s.size = static_cast<uint32_t>(key.size());
+    s.port = port;
+    if (key.size() <= kInline) {
+      std::memcpy(s.key, key.data(), key.size());
+    } else {
+      const auto offset = static_cast<uint32_t>(long_keys_.size());
+      std::memcpy(s.key, &offset, sizeof offset);
+      long_keys_ += key;
+    }
   }
 }
 
-PortId Resolver::port(const std::string& name) const {
-  return topo_.findPort(name).value_or(kNone);
+const Resolver::PortEntry* Resolver::Table::find(std::string_view key,
+                                                 const std::vector<PortEntry>& entries) const {
+  if (slots_.empty()) return nullptr;
+  const uint64_t h = keyHash(key);
+  for (uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+    const Slot& s = slots_[i];
+    if (s.port == kNone) return nullptr;
+    if (s.hash == h && s.size == key.size() && keyOf(s) == key) return &entries[s.port];
+  }
 }
 
-PortId Resolver::portByAddr(const std::string& addr) const {
-  auto it = by_addr_.find(addr);
-  return it == by_addr_.end() ? kNone : it->second;
+PortId Resolver::port(std::string_view name) const {
+  const PortEntry* e = entry(name);
+  return e ? e->port : kNone;
+}
+
+PortId Resolver::portByAddr(std::string_view addr) const {
+  const PortEntry* e = entryByAddr(addr);
+  return e ? e->port : kNone;
 }
 
 namespace {
@@ -35,28 +101,32 @@ std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 // chain that starts at `from`, and a complete path must end at `to`.
 template <typename Lookup>
 std::string toDirLinks(const google::protobuf::RepeatedPtrField<std::string>& hops, Lookup lookup,
-                       const topology::Topology& topo, PortId from, PortId to, bool partial,
+                       const Resolver& resolver, PortId from, PortId to, bool partial,
                        std::vector<DirLinkId>& out) {
   out.clear();
   if (hops.empty()) return {};
-  topology::NodeId at = topo.port(from).node;
+  const topology::Topology& topo = resolver.topology();
+  out.reserve(static_cast<size_t>(hops.size()));
+  topology::NodeId at = resolver.entryOf(from).node;
+  PortId last = kNone;
   for (int i = 0; i < hops.size(); ++i) {
-    PortId in = lookup(hops[i]);
+    const Resolver::PortEntry* in = lookup(hops[i]);
     // Built only for a message: this runs for every hop of every record.
     auto where = [&] { return "hop " + std::to_string(i) + " " + quoted(hops[i]); };
-    if (in == kNone) return where() + " is not a port of the topology";
-    DirLinkId d = topo.ingressOf(in);
+    if (in == nullptr) return where() + " is not a port of the topology";
+    const DirLinkId d = in->ingress;
     if (d == kNone) return where() + " has no link";
-    if (topo.dirSrcNode(d) != at) {
+    if (in->ingress_from != at) {
       return where() + " is not one hop from " + quoted(topo.node(at).name);
     }
-    if (i == 0 && topo.dirSrcPort(d) != from) {
+    if (i == 0 && in->ingress_from_port != from) {
       return where() + " is not reached from " + quoted(topo.portRef(from));
     }
     out.push_back(d);
-    at = topo.port(in).node;
+    at = in->node;
+    last = in->port;
   }
-  if (!partial && topo.dirDstPort(out.back()) != to) {
+  if (!partial && last != to) {
     return "path ends at " + quoted(hops[hops.size() - 1]) + ", not at " + quoted(topo.portRef(to));
   }
   return {};
@@ -72,7 +142,6 @@ void appendHops(const topology::Topology& topo, const std::vector<DirLinkId>& pa
 std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::ProbeRecord& r,
                        std::string& warning) {
   warning.clear();
-  const topology::Topology& topo = resolver.topology();
   if (!std::isfinite(m.t())) return "'t' is not a finite number";
   r.t = m.t();
   r.src = resolver.port(m.src());
@@ -102,12 +171,12 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
   std::string err;
   if (!m.path().empty()) {
     err = toDirLinks(
-        m.path(), [&](const std::string& s) { return resolver.port(s); }, topo, r.src, r.dst,
+        m.path(), [&](const std::string& s) { return resolver.entry(s); }, resolver, r.src, r.dst,
         r.path_partial, r.path);
   } else {
     err = toDirLinks(
-        m.path_addrs(), [&](const std::string& s) { return resolver.portByAddr(s); }, topo, r.src,
-        r.dst, r.path_partial, r.path);
+        m.path_addrs(), [&](const std::string& s) { return resolver.entryByAddr(s); }, resolver,
+        r.src, r.dst, r.path_partial, r.path);
   }
   // A path that does not map onto the topology (a hop answering from an
   // address the file does not list) costs the path, never the counts.
@@ -117,8 +186,8 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
     warning = "path ignored, record kept without it: " + err;
   }
   err = toDirLinks(
-      m.reply_path(), [&](const std::string& s) { return resolver.port(s); }, topo, r.dst, r.src,
-      false, r.reply_path);
+      m.reply_path(), [&](const std::string& s) { return resolver.entry(s); }, resolver, r.dst,
+      r.src, false, r.reply_path);
   if (!err.empty()) {
     r.reply_path.clear();
     warning += (warning.empty() ? "" : "; ") + std::string("reply_path ignored: ") + err;
@@ -158,37 +227,51 @@ std::string lldpError(const v1::LldpNeighbor& m, const Resolver& resolver,
 
 }  // namespace
 
-std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
-                                 telemetry::RecordSink& sink, std::vector<std::string>* warnings) {
+std::vector<std::string> decode(const v1::Batch& batch, const Resolver& resolver, Decoded& out,
+                                std::vector<std::string>* warnings) {
   std::vector<std::string> errors;
-  telemetry::ProbeRecord probe;
+  out.probes.reserve(out.probes.size() + static_cast<size_t>(batch.probes_size()));
+  std::string warning;
   for (int i = 0; i < batch.probes_size(); ++i) {
-    std::string warning;
+    // Built in place: the record's paths are never copied.
+    telemetry::ProbeRecord& probe = out.probes.emplace_back();
     std::string err = probeError(batch.probes(i), resolver, probe, warning);
-    if (err.empty())
-      sink.onProbe(probe);
-    else
+    if (!err.empty()) {
+      out.probes.pop_back();
       errors.push_back("probes[" + std::to_string(i) + "]: " + err);
+    }
     if (!warning.empty() && warnings) {
       warnings->push_back("probes[" + std::to_string(i) + "]: " + warning);
     }
   }
-  telemetry::PortRecord port;
+  out.ports.reserve(out.ports.size() + static_cast<size_t>(batch.ports_size()));
   for (int i = 0; i < batch.ports_size(); ++i) {
+    telemetry::PortRecord& port = out.ports.emplace_back();
     std::string err = portError(batch.ports(i), resolver, port);
-    if (err.empty())
-      sink.onPort(port);
-    else
+    if (!err.empty()) {
+      out.ports.pop_back();
       errors.push_back("ports[" + std::to_string(i) + "]: " + err);
+    }
   }
-  telemetry::LldpRecord lldp;
+  out.lldp.reserve(out.lldp.size() + static_cast<size_t>(batch.lldp_size()));
   for (int i = 0; i < batch.lldp_size(); ++i) {
+    telemetry::LldpRecord& lldp = out.lldp.emplace_back();
     std::string err = lldpError(batch.lldp(i), resolver, lldp);
-    if (err.empty())
-      sink.onLldp(lldp);
-    else
+    if (!err.empty()) {
+      out.lldp.pop_back();
       errors.push_back("lldp[" + std::to_string(i) + "]: " + err);
+    }
   }
+  return errors;
+}
+
+std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
+                                 telemetry::RecordSink& sink, std::vector<std::string>* warnings) {
+  Decoded d;
+  std::vector<std::string> errors = decode(batch, resolver, d, warnings);
+  for (const auto& r : d.probes) sink.onProbe(r);
+  for (const auto& r : d.ports) sink.onPort(r);
+  for (const auto& r : d.lldp) sink.onLldp(r);
   return errors;
 }
 

@@ -4,7 +4,10 @@
 // name ports as "node:port"; here they are resolved against the topology,
 // and every problem is reported with what and where, never thrown.
 
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "netdiag/v1/collector.pb.h"
@@ -15,20 +18,64 @@
 namespace netdiag::proto {
 
 // Resolves names and hop addresses of one topology; build once, reuse.
+//
+// Every record on the wire names a dozen ports or so (src, dst, each hop of
+// both paths), so this is the analyzer's hottest lookup. It is an
+// open-addressing table over one contiguous copy of the names, and each
+// port's entry carries what checking a hop needs (its node, the link that
+// arrives at it and where that link starts), so a hop costs one probe of
+// the table and no walk through the topology's port and link arrays.
 class Resolver {
  public:
   explicit Resolver(const topology::Topology& topo);
 
+  // What a path check needs of one port, resolved once.
+  struct PortEntry {
+    topology::PortId port = topology::kNone;
+    topology::NodeId node = topology::kNone;
+    topology::DirLinkId ingress = topology::kNone;    // arrives at `port`; kNone: unlinked
+    topology::NodeId ingress_from = topology::kNone;  // the node `ingress` leaves
+    topology::PortId ingress_from_port = topology::kNone;
+  };
+
   const topology::Topology& topology() const { return topo_; }
   // "node:port" -> port id, kNone when unknown.
-  topology::PortId port(const std::string& name) const;
+  topology::PortId port(std::string_view name) const;
   // An interface address (as in the topology's `addr`, without prefix
   // length) -> port id, kNone when unknown.
-  topology::PortId portByAddr(const std::string& addr) const;
+  topology::PortId portByAddr(std::string_view addr) const;
+  // The same lookups with the hop facts; nullptr when unknown.
+  const PortEntry* entry(std::string_view name) const { return names_.find(name, entries_); }
+  const PortEntry* entryByAddr(std::string_view addr) const { return addrs_.find(addr, entries_); }
+  const PortEntry& entryOf(topology::PortId p) const { return entries_[p]; }
 
  private:
+  // Keys -> port ids; linear probing over a power-of-two table at most half
+  // full. Each slot holds the key's hash and, when it is short (every port
+  // name of the generated fabrics is), the key itself, so a lookup touches
+  // one slot; longer keys are kept in one shared buffer.
+  class Table {
+   public:
+    void build(const std::vector<std::pair<std::string, topology::PortId>>& keys);
+    const PortEntry* find(std::string_view key, const std::vector<PortEntry>& entries) const;
+
+   private:
+    static constexpr size_t kInline = 24;
+    struct Slot {
+      uint64_t hash = 0;
+      uint32_t size = 0;
+      topology::PortId port = topology::kNone;  // kNone: empty slot
+      char key[kInline] = {};  // the key when size <= kInline, else its offset in long_keys_
+    };
+    std::string_view keyOf(const Slot& s) const;
+    std::vector<Slot> slots_;
+    std::string long_keys_;
+    uint64_t mask_ = 0;
+  };
+
   const topology::Topology& topo_;
-  std::unordered_map<std::string, topology::PortId> by_addr_;
+  std::vector<PortEntry> entries_;  // by port id
+  Table names_, addrs_;
 };
 
 // Hands every valid record of `batch` to `sink`; returns one message per
@@ -38,6 +85,18 @@ class Resolver {
 std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolver,
                                  telemetry::RecordSink& sink,
                                  std::vector<std::string>* warnings = nullptr);
+
+// The valid records of one batch, in wire order per kind.
+struct Decoded {
+  std::vector<telemetry::ProbeRecord> probes;
+  std::vector<telemetry::PortRecord> ports;
+  std::vector<telemetry::LldpRecord> lldp;
+};
+
+// What deliver() does, appending to `out` instead of calling a sink (the
+// records are built in place, never copied): the analyzer's ingest path.
+std::vector<std::string> decode(const v1::Batch& batch, const Resolver& resolver, Decoded& out,
+                                std::vector<std::string>* warnings = nullptr);
 
 // Record -> wire (simulated agents); names come from the topology.
 void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out);

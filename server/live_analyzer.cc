@@ -1,12 +1,5 @@
 #include "server/live_analyzer.h"
 
-// GCC 12 reports a false maybe-uninitialized on moving a ProbeRecord into a
-// std::variant (its optionals); the records are fully built by deliver().
-// (clang has no such warning and rejects the unknown name.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,11 +10,9 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <queue>
 #include <set>
 #include <thread>
 #include <unordered_map>
-#include <variant>
 
 #include "analyzer/persist.h"
 #include "planner/fabric_index.h"
@@ -30,25 +21,13 @@
 #include "server/incident_writer.h"
 #include "server/ingest_metrics.h"
 #include "server/ingest_queue.h"
+#include "server/reorder_buffer.h"
 #include "store/incident_store.h"
 #include "store/migrations.h"
 #include "topology/display_text.h"
 
 namespace netdiag::server {
 namespace {
-
-// Collects one batch's resolved records on its stream thread, in the order
-// deliver() produced them, for the engine thread.
-class BufferSink final : public telemetry::RecordSink {
- public:
-  void onProbe(const telemetry::ProbeRecord& r) override { probes.push_back(r); }
-  void onPort(const telemetry::PortRecord& r) override { ports.push_back(r); }
-  void onLldp(const telemetry::LldpRecord& r) override { lldp.push_back(r); }
-
-  std::vector<telemetry::ProbeRecord> probes;
-  std::vector<telemetry::PortRecord> ports;
-  std::vector<telemetry::LldpRecord> lldp;
-};
 
 constexpr double kAuthorityLogInterval_s = 60;
 
@@ -84,22 +63,16 @@ std::string shown(const std::string& s) { return "\"" + topology::escapeForDispl
 
 // A batch accepted by the engine thread whose records are not all in the
 // engine yet; its ack (and those of duplicates sent meanwhile) waits for it.
-struct Pending {
-  size_t remaining = 0;  // records still in the reorder buffer
+// It owns the batch's records until the last is in the engine, and is
+// their run in the reorder buffer (positions: probes, then ports, then lldp).
+struct Pending : ReorderBuffer::Run {
   BatchResult result;
   std::function<void(BatchResult)> done;
   std::vector<std::function<void(BatchResult)>> duplicates;
   std::string key;
-};
-
-// A record waiting for the watermark; `order` keeps arrival order among
-// records of the same time.
-struct Held {
-  double t = 0;
-  uint64_t order = 0;
-  Pending* pending = nullptr;
-  std::variant<telemetry::ProbeRecord, telemetry::PortRecord, telemetry::LldpRecord> record;
-  bool operator>(const Held& o) const { return t != o.t ? t > o.t : order > o.order; }
+  std::vector<telemetry::ProbeRecord> probes;
+  std::vector<telemetry::PortRecord> ports;
+  std::vector<telemetry::LldpRecord> lldp;
 };
 
 std::string dedupKey(const std::string& agent, uint64_t epoch, uint64_t seq) {
@@ -211,8 +184,7 @@ struct LiveAnalyzer::Impl {
   // another one reports the port (a switch moved from the SNMP poller to
   // its own agent), its counters start from a new origin.
   std::vector<uint64_t> port_source = std::vector<uint64_t>(topo.portCount(), 0);
-  std::priority_queue<Held, std::vector<Held>, std::greater<>> held;
-  uint64_t held_order = 0;
+  ReorderBuffer held;  // of the pending batches' records
   std::unordered_map<std::string, std::unique_ptr<Pending>> pending;
   std::map<std::string, analyzer::Incident> dirty;  // changed since the last hand-over
   std::unique_ptr<exporter::AnalyzerMetrics> metrics;
@@ -349,22 +321,20 @@ struct LiveAnalyzer::Impl {
     result.errors = std::move(b.errors);
     result.warnings = std::move(b.warnings);
     double newest = -std::numeric_limits<double>::infinity();
-    auto hold = [&](auto& records) {
-      for (auto& r : records) {
+    p->probes = std::move(b.probes);
+    p->ports = std::move(b.ports);
+    p->lldp = std::move(b.lldp);
+    p->sequence.reserve(p->probes.size() + p->ports.size() + p->lldp.size());
+    auto hold = [&](const auto& records) {
+      for (const auto& r : records) {
         newest = std::max(newest, r.t);
-        Held h;
-        h.t = r.t;
-        h.order = held_order++;
-        h.pending = p.get();
-        h.record = std::move(r);
-        held.push(std::move(h));
+        p->sequence.push_back({r.t, static_cast<uint32_t>(p->sequence.size())});
       }
     };
-    hold(b.probes);
-    hold(b.ports);
-    hold(b.lldp);
-    result.accepted = b.records();
-    p->remaining = result.accepted;
+    hold(p->probes);
+    hold(p->ports);
+    hold(p->lldp);
+    result.accepted = p->sequence.size();
     {
       std::lock_guard lk(ledger_mu);
       AgentState& agent = agentLocked(b.agent);
@@ -392,10 +362,11 @@ struct LiveAnalyzer::Impl {
         }
       }
     }
-    if (p->remaining == 0) {
+    if (result.accepted == 0) {
       completed.emplace_back(std::move(p->done), std::move(p->result));
       return;
     }
+    held.add(*p);
     pending.emplace(std::move(key), std::move(p));  // not there: checked above
   }
 
@@ -405,22 +376,22 @@ struct LiveAnalyzer::Impl {
                std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
     const double w = all ? std::numeric_limits<double>::infinity() : watermark();
     std::vector<Pending*> finished;
-    while (!held.empty() && held.top().t <= w) {
-      const Held& h = held.top();
-      std::visit(
-          [this](const auto& r) {
-            using T = std::decay_t<decltype(r)>;
-            if constexpr (std::is_same_v<T, telemetry::ProbeRecord>)
-              engine.onProbe(r);
-            else if constexpr (std::is_same_v<T, telemetry::PortRecord>)
-              engine.onPort(r);
-            else
-              engine.onLldp(r);
-          },
-          h.record);
-      if (--h.pending->remaining == 0) finished.push_back(h.pending);
-      held.pop();
-    }
+    held.release(
+        w,
+        [this](ReorderBuffer::Run& run, size_t pos) {
+          const Pending& p = static_cast<const Pending&>(run);
+          if (pos < p.probes.size()) {
+            engine.onProbe(p.probes[pos]);
+            return;
+          }
+          pos -= p.probes.size();
+          if (pos < p.ports.size()) {
+            engine.onPort(p.ports[pos]);
+            return;
+          }
+          engine.onLldp(p.lldp[pos - p.ports.size()]);
+        },
+        [&finished](ReorderBuffer::Run& run) { finished.push_back(static_cast<Pending*>(&run)); });
     for (Pending* p : finished) {
       for (auto& d : p->duplicates) {
         BatchResult dup;
@@ -432,7 +403,7 @@ struct LiveAnalyzer::Impl {
     }
     std::lock_guard lk(ledger_mu);
     engine_stats = engine.stats();
-    held_records = held.size();
+    held_records = held.records();
     pending_batches = pending.size();
   }
 
@@ -461,7 +432,7 @@ struct LiveAnalyzer::Impl {
     IngestPathState path;
     path.queue_records = queue.depthRecords();
     path.queue_capacity = queue.capacityRecords();
-    path.held_records = held.size();
+    path.held_records = held.records();
     path.blocked_seconds = queue.blockedSeconds();
     const double oldest = queue.oldest();
     path.backlog_s = std::isfinite(oldest) ? std::max(0.0, now - options.delay_s - oldest) : 0;
@@ -499,7 +470,7 @@ struct LiveAnalyzer::Impl {
       // as the clock may be a test's), or at once on a batch or a request.
       auto timeout = std::chrono::milliseconds(1000);
       if (!held.empty()) {
-        const double due_s = held.top().t + options.delay_s - clock();
+        const double due_s = held.oldest() + options.delay_s - clock();
         timeout =
             std::chrono::milliseconds(static_cast<int64_t>(std::clamp(due_s * 1000, 1.0, 100.0)));
       }
@@ -677,8 +648,8 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
   for (int i = 0; i < batch.probes_size(); ++i) ahead(batch.probes(i).t(), "probes", i);
   for (int i = 0; i < batch.ports_size(); ++i) ahead(batch.ports(i).t(), "ports", i);
   for (int i = 0; i < batch.lldp_size(); ++i) ahead(batch.lldp(i).t(), "lldp", i);
-  BufferSink buffer;
-  d.errors = proto::deliver(batch, m.resolver, buffer, &d.warnings);
+  proto::Decoded buffer;
+  d.errors = proto::decode(batch, m.resolver, buffer, &d.warnings);
   d.malformed = d.errors.size();
   // Authority: each record must be about what its agent may speak for.
   auto refuse = [&](auto& records, auto&& allowed, auto&& describe) {

@@ -126,6 +126,37 @@ class AnalyzerMetricsTest : public ::testing::Test {
   std::string text() const { return prometheus::TextSerializer().Serialize(registry->Collect()); }
 };
 
+// Drain plans are kept between updates, and made again once the links down
+// change: leaf1's other uplink reported down leaves the lossy one unsafe to
+// drain.
+TEST_F(AnalyzerMetricsTest, DrainAdviceFollowsTheLinksDown) {
+  mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
+  run(0, 300);
+  const std::map<std::string, std::string> bad = {{"device", "leaf1"},
+                                                  {"interface", "swp3"},
+                                                  {"neighbor_device", "spine1"},
+                                                  {"neighbor_interface", "swp1"}};
+  auto s = parse(text());
+  ASSERT_EQ(value(s, "netdiag_link_drain_safe", bad), 1.0) << text();
+  run(300, 310);  // the same plan again, from the kept one
+  s = parse(text());
+  EXPECT_EQ(value(s, "netdiag_link_drain_safe", bad), 1.0);
+  EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width_remaining", bad), 1.0);
+
+  const auto other = fabric.t.findPort("leaf1:swp4");
+  ASSERT_TRUE(other);
+  analyzer::testing::Counters down;
+  down.up = false;
+  engine.onPort(analyzer::testing::portRecord(311 + wall_offset, *other, down));
+  run(310, 330);
+  s = parse(text());
+  ASSERT_EQ(value(s, "netdiag_open_incidents", {{"kind", "link_down"}, {"state", "localized"}}),
+            1.0)
+      << text();
+  EXPECT_EQ(value(s, "netdiag_link_drain_safe", bad), 0.0) << text();
+  EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width_remaining", bad), 0.0);
+}
+
 TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenResolved) {
   mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
   run(0, 300);

@@ -108,6 +108,111 @@ TEST_F(ConvertTest, AnUnmappablePathIsDroppedButTheCountsAreKept) {
   EXPECT_EQ(out.probes[0].lost, 3u);
 }
 
+TEST_F(ConvertTest, ResolverFindsEveryPortAndNothingElse) {
+  size_t with_addr = 0;
+  for (topology::PortId p = 0; p < topo_.portCount(); ++p) {
+    const std::string name = topo_.portRef(p);
+    ASSERT_EQ(resolver_.port(name), p) << name;
+    const Resolver::PortEntry* e = resolver_.entry(name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_EQ(e->node, topo_.port(p).node);
+    EXPECT_EQ(e->ingress, topo_.ingressOf(p));
+    if (e->ingress != topology::kNone) {
+      EXPECT_EQ(e->ingress_from, topo_.dirSrcNode(e->ingress));
+      EXPECT_EQ(e->ingress_from_port, topo_.dirSrcPort(e->ingress));
+      EXPECT_EQ(topo_.dirDstPort(e->ingress), p);
+    }
+    const std::string& addr = topo_.port(p).addr;
+    if (!addr.empty()) {
+      ++with_addr;
+      EXPECT_EQ(resolver_.portByAddr(addr.substr(0, addr.find('/'))), p) << addr;
+      EXPECT_EQ(resolver_.portByAddr(addr.find('/') == std::string::npos ? addr + "/31" : addr),
+                topology::kNone)
+          << "an address is looked up without its prefix length";
+    }
+  }
+  EXPECT_GT(with_addr, 0u);
+  for (const char* unknown : {"", "host1", "host1:", ":eth0", "host1:eth", "host1:eth00",
+                              "xhost1:eth0", "host1:eth0 ", "HOST1:eth0"}) {
+    EXPECT_EQ(resolver_.port(unknown), topology::kNone) << unknown;
+    EXPECT_EQ(resolver_.entry(unknown), nullptr) << unknown;
+  }
+  EXPECT_EQ(resolver_.portByAddr(""), topology::kNone);
+  EXPECT_EQ(resolver_.portByAddr("192.0.2.77"), topology::kNone);
+  // A name with a NUL inside is not its prefix.
+  EXPECT_EQ(resolver_.port(std::string("host1:eth0\0x", 12)), topology::kNone);
+}
+
+// Names longer than a table slot holds inline (24 chars) live in a buffer
+// of their own; short and long ones resolve alike, and neither matches the
+// other's prefix.
+TEST(Resolver, LongAndShortNamesResolveAlike) {
+  topology::Topology t;
+  auto node = [&](std::string name, topology::Role role) {
+    topology::Node n;
+    n.name = std::move(name);
+    n.role = role;
+    return t.addNode(std::move(n));
+  };
+  const std::string long_host = "a-host-name-well-beyond-the-inline-slot";
+  const topology::NodeId h = node(long_host, topology::Role::kHost);
+  const topology::NodeId l = node("leaf1", topology::Role::kLeaf);
+  const topology::PortId he = t.addPort(h, "eth0");
+  const topology::PortId hf = t.addPort(h, "eth1-also-quite-a-long-interface-name");
+  const topology::PortId ls = t.addPort(l, "swp1");
+  const topology::PortId lt = t.addPort(l, "swp2");
+  t.addLink(he, ls);
+  t.addLink(hf, lt);
+  t.finalize();
+  Resolver resolver(t);
+  for (topology::PortId p : {he, hf, ls, lt}) {
+    EXPECT_EQ(resolver.port(t.portRef(p)), p) << t.portRef(p);
+    ASSERT_NE(resolver.entry(t.portRef(p)), nullptr);
+    EXPECT_EQ(resolver.entry(t.portRef(p))->ingress, t.ingressOf(p));
+  }
+  EXPECT_EQ(resolver.port(long_host + ":eth"), topology::kNone);
+  EXPECT_EQ(resolver.port(long_host + ":eth00"), topology::kNone);
+  EXPECT_EQ(resolver.port(t.portRef(hf) + "x"), topology::kNone);
+  EXPECT_EQ(resolver.port(t.portRef(hf).substr(0, 24)), topology::kNone);
+  EXPECT_EQ(resolver.port("leaf1:swp3"), topology::kNone);
+}
+
+TEST_F(ConvertTest, DecodeBuildsTheRecordsDeliverHandsOn) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  v1::Batch batch;
+  toWire(topo_, r, *batch.add_probes());
+  batch.add_probes()->set_src("nowhere:eth0");  // rejected
+  toWire(topo_, r, *batch.add_probes());
+  v1::PortCounters* pc = batch.add_ports();
+  pc->set_t(5);
+  pc->set_port("host1:eth0");
+  pc->set_rx_packets(7);
+  v1::LldpNeighbor* l = batch.add_lldp();
+  l->set_t(6);
+  l->set_port("host1:eth0");
+  l->set_neighbor("leaf1:eth1");
+  Decoded d;
+  std::vector<std::string> errors = decode(batch, resolver_, d);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("probes[1]: unknown src port \"nowhere:eth0\""), std::string::npos)
+      << errors[0];
+  ASSERT_EQ(d.probes.size(), 2u);
+  for (const auto& got : d.probes) {
+    EXPECT_EQ(got.src, r.src);
+    EXPECT_EQ(got.path, r.path);
+    EXPECT_EQ(got.lost_fwd, 2u);
+  }
+  ASSERT_EQ(d.ports.size(), 1u);
+  EXPECT_EQ(d.ports[0].rx_packets, 7u);
+  ASSERT_EQ(d.lldp.size(), 1u);
+  EXPECT_EQ(d.lldp[0].neighbor, "leaf1:eth1");
+  Collect out;
+  EXPECT_EQ(deliver(batch, resolver_, out), errors);
+  EXPECT_EQ(out.probes.size(), 2u);
+  EXPECT_EQ(out.ports.size(), 1u);
+  EXPECT_EQ(out.lldp.size(), 1u);
+}
+
 TEST_F(ConvertTest, BadRecordsAreRejectedByNameAndTheRestDelivered) {
   auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
   v1::Batch batch;
