@@ -34,7 +34,7 @@ struct EngineConfig {
   // The false-page budget: expected false pages per directed link and hour
   // of a healthy fabric. A page needs the log-likelihood ratio of
   // pagingBarNats(), which this budget sets: 1e-8 is under one false page a
-  // week on a fabric of 500,000 directed links (docs/localization.md §7).
+  // week on a fabric of 500,000 directed links (docs/localization.md §8).
   double false_pages_per_link_hour = 1e-8;
   double min_loss = 3e-4;       // smallest loss ratio worth a link incident
   double resolve_after_s = 60;  // clean this long before an incident resolves
