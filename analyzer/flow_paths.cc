@@ -229,10 +229,21 @@ Middle FlowPaths::forwardLinks(const telemetry::ProbeRecord& r, std::vector<DirL
   return accessOnly(r.src, r.dst, out);
 }
 
-Middle FlowPaths::reverseLinks(const telemetry::ProbeRecord& r, std::vector<DirLinkId>& out) const {
+Middle FlowPaths::reverseLinks(const telemetry::ProbeRecord& r, std::vector<DirLinkId>& out) {
+  // The replies' path, under its own key: the reverse 5-tuple hashes on
+  // its own. A window that lost every reply discovers none, and forgetting
+  // the path there would hide exactly the losses of a link on it.
+  const uint64_t key = r.flow ^ kReplyFlow;
   if (!r.reply_path.empty()) {
     out = r.reply_path;
+    store(r.dst, r.src, key, r.reply_path);
     return {};
+  }
+  if (Slot* s = find(r.dst, r.src, key); s != nullptr) {
+    getPath(*s, out);
+    Middle m = accessMiddle(r.dst, r.src);
+    m.cached = true;
+    return m;
   }
   return accessOnly(r.dst, r.src, out);
 }

@@ -6,7 +6,8 @@
 // it, and a partial discovery that disagrees with it drops it. (A cached
 // path may be stale for one window after a reroute; clean records on it
 // then exonerate links the flow no longer crosses, which costs little.)
-// Without any discovery, only a flow's access links are certain.
+// The same holds for the replies' path, kept beside it. Without any
+// discovery, only a flow's access links are certain.
 //
 // The cache is a flat open-addressing table (linear probing, power-of-two
 // capacity, backward-shift deletion) of 32-byte slots: a slot holds the
@@ -32,7 +33,7 @@ class FlowPaths {
   // (and, for reverseLinks, on the way back), and the stretch that remains
   // unseen. Learns from the record.
   Middle forwardLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out);
-  Middle reverseLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out) const;
+  Middle reverseLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out);
 
   size_t cachedFlows() const { return size_; }
   // Makes room for `flows` cached flows without regrowing.
@@ -49,6 +50,9 @@ class FlowPaths {
   };
   static_assert(sizeof(Slot) == 32);
   static constexpr uint64_t kSpill = 0xff;
+  // Reply paths are kept under the flow id with its top bit flipped (a
+  // flow id that uses the top bit could only mislead its own paths).
+  static constexpr uint64_t kReplyFlow = uint64_t{1} << 63;
   static constexpr unsigned kPathBits = 120;
 
   static uint64_t tagOf(const Slot& s) { return s.hi >> 56; }

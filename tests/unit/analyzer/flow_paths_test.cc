@@ -133,6 +133,31 @@ TEST(FlowPaths, CachesFullPathsAndGrows) {
   EXPECT_EQ(out, path);
 }
 
+// A window whose replies all died discovers no reply path; the flow's
+// replies still took the one discovered before (they hash alike), and only
+// that keeps a link on it charged with those losses.
+TEST(FlowPaths, RemembersTheRepliesPathApartFromTheProbes) {
+  testing::Fabric fab;
+  FlowPaths fp(fab.t);
+  std::vector<DirLinkId> out;
+  const auto a = fab.hosts.front(), b = fab.hosts.back();
+  const std::vector<DirLinkId> there = fab.route(a, b, 0), back = fab.route(b, a, 1);
+  ProbeRecord r = rec(a, b, 7, there);
+  r.reply_path = back;
+  fp.reverseLinks(r, out);
+  EXPECT_EQ(out, back);
+  ProbeRecord lost = rec(a, b, 7);
+  Middle m = fp.reverseLinks(lost, out);
+  EXPECT_EQ(out, back);
+  EXPECT_TRUE(m.cached);
+  // Not the path of b's own flow 7 to a, nor of another flow.
+  fp.forwardLinks(rec(b, a, 7), out);
+  EXPECT_LE(out.size(), 2u);
+  m = fp.reverseLinks(rec(a, b, 8), out);
+  EXPECT_LE(out.size(), 2u);
+  EXPECT_FALSE(m.cached);
+}
+
 TEST(FlowPaths, LongPathsAndOutOfRangeIdsSpill) {
   testing::Fabric fab;
   const auto& topo = &fab.t;
