@@ -89,7 +89,9 @@ struct Engine::Impl {
       if (h.key.kind == Key::kHostSide) continue;
       const auto paged = incidents.pagedLoss(h.key, now);
       Finding f = lossFinding(h);
-      if (paged) f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since);
+      if (paged) {
+        f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since, h.background);
+      }
       if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));
       }

@@ -61,7 +61,11 @@ class Explainer {
 
  private:
   double llrOf(double n, double k, double n_rt, double k_rt, double* added) const;
-  void estimateLoss(Hypothesis& h) const;
+  std::vector<Candidate> attributed(const std::vector<Hypothesis>& accepted,
+                                    const Background& b) const;
+  double rateAbove(const Candidate& c, const Background& b) const;
+  Background residualBackground(const std::vector<Hypothesis>& accepted) const;
+  void estimateLoss(Hypothesis& h, const Candidate& c, const Background& b) const;
   void score(Candidate& c) const;
   const Candidate& fresh(Candidate& c) const {
     if (c.stale) {
@@ -118,6 +122,7 @@ class Explainer {
   // The state before the greedy search (after counters and claims).
   std::unordered_map<uint32_t, Candidate> link_c0_, node_c0_, side_c0_;
   std::vector<double> unexplained0_;
+  std::vector<double> unclaimed_;                            // before the claims (after counters)
   std::optional<std::unordered_set<DirLinkId>> slow_links_;  // slowLinks(), once asked
 };
 
@@ -151,15 +156,137 @@ void Explainer::score(Candidate& c) const {
   c.loss = short_wins ? x_short : x_long;
 }
 
+// The losses each accepted hypothesis caused, for the rate it states. The
+// greedy search gives a lossy segment that several accepted hypotheses
+// cross to whichever came first: right for deciding what needs a fault of
+// its own, but it leaves the first one's rate too high and the others' too
+// low (their clean windows on those flows stay, their lossy ones go). Here
+// each such segment's losses are shared in proportion to the rates, the
+// expected share each caused (an EM over the rates: a share, then the
+// rates from the shares, a few rounds). What the others lost before the
+// hypothesis on the path leaves its probes too (they never reached it).
+// The long horizon's added loss of a candidate above background b.
+double Explainer::rateAbove(const Candidate& c, const Background& b) const {
+  const auto [n_rt, k_rt, ns_rt, ks_rt] = roundTrips(c);
+  const double n1 = std::max(0.0, c.n - n_rt), k1 = std::clamp(c.k - k_rt, 0.0, n1);
+  double x = 0;
+  twoClassLlr(n1, k1, b.one_way, std::max(0.0, n_rt), std::clamp(k_rt, 0.0, std::max(0.0, n_rt)),
+              b.round_trip, &x);
+  return x;
+}
+
+std::vector<Candidate> Explainer::attributed(const std::vector<Hypothesis>& accepted,
+                                             const Background& b) const {
+  std::vector<Candidate> out;
+  for (const Hypothesis& h : accepted) out.push_back(h.evidence);
+  if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return out;
+  struct Other {
+    size_t h;
+    double share;  // of the segment, explained by h
+    bool before;   // h lies before this one on the path: its losses never got here
+  };
+  struct Shared {
+    uint32_t seg;
+    double avail;     // of the segment, what neither counters nor claims took
+    bool given_back;  // claimed by another: back in this one's evidence first
+    std::vector<Other> others;
+  };
+  // Where a hypothesis sits on a segment's path (a host past its links).
+  auto position = [this](const Key& k, const LossySegment& seg) -> size_t {
+    if (k.kind != Key::kLink) return SIZE_MAX;
+    const auto links = ev_.lossy().linksOf(seg);
+    return static_cast<size_t>(std::find(links.begin(), links.end(), k.id) - links.begin());
+  };
+  std::vector<std::vector<Shared>> shared(accepted.size());
+  std::vector<Candidate> base;
+  std::vector<double> x(accepted.size());
+  for (size_t j = 0; j < accepted.size(); ++j) {
+    const Key& key = accepted[j].key;
+    const uint64_t me = encodeKey(key);
+    for (uint32_t i : lists(key.kind).at(key.id)) {
+      // A paged incident's claim keeps a segment out of everyone else's
+      // evidence, for deciding; its losses are still shared here.
+      const bool claimed = segs_[i].claimed_by != 0;
+      Shared sh{
+          i, claimed ? unclaimed_[i] : unexplained0_[i], claimed && segs_[i].claimed_by != me, {}};
+      const size_t here = position(key, segs_[i]);
+      for (size_t h = 0; h < accepted.size(); ++h) {
+        if (h == j) continue;
+        const double e = explainedShare(accepted[h].key, accepted[h].evidence, segs_[i]);
+        // (One on an unseen stretch is taken to lie past this one.)
+        if (e > 0) sh.others.push_back({h, e, position(accepted[h].key, segs_[i]) < here});
+      }
+      if (!sh.others.empty() || sh.given_back) shared[j].push_back(std::move(sh));
+    }
+    Candidate c0 = pool0(key.kind).at(key.id);
+    for (const Shared& sh : shared[j]) {
+      if (sh.given_back) c0.remove(-sh.avail, segs_[sh.seg], segs_[sh.seg].t >= short_from_);
+    }
+    x[j] = rateAbove(c0, b);
+    base.push_back(c0);
+  }
+  constexpr int kRounds = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<double> next(accepted.size());
+    for (size_t j = 0; j < accepted.size(); ++j) {
+      Candidate c = base[j];
+      for (const Shared& sh : shared[j]) {
+        const LossySegment& seg = segs_[sh.seg];
+        const double q = seg.round_trip ? b.round_trip : b.one_way;
+        double before = 0, after = 0;
+        for (const Other& o : sh.others) (o.before ? before : after) += o.share * x[o.h];
+        const double all = q + x[j] + before + after;
+        const bool in_short = seg.t >= short_from_;
+        // Losses before it never reached it; those past it had crossed it.
+        if (before > 0) c.removeLosses(sh.avail * before / all, seg, in_short, true);
+        if (after > 0) c.removeLosses(sh.avail * after / all, seg, in_short, false);
+      }
+      score(c);
+      next[j] = rateAbove(c, b);
+      out[j] = c;
+    }
+    x = std::move(next);
+  }
+  return out;
+}
+
+// The background a stated rate is measured against: the losses no
+// accepted hypothesis explains, over every probe of the horizon. The tests
+// keep the evidence's background (a trimmed mean of the ports' rates): a
+// fault that many ports' flows cross raises it, which errs toward not
+// paging, but a rate stated above it would be short by what the faults
+// themselves added to it.
+Background Explainer::residualBackground(const std::vector<Hypothesis>& accepted) const {
+  const Background& tested = ev_.background();
+  if (accepted.empty() || accepted.size() > kMaxBackwardChecks) return tested;
+  double k_one_way = 0, k_round_trip = 0;
+  for (uint32_t i = 0; i < segs_.size(); ++i) {
+    double left = unexplained0_[i];
+    for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
+      left *= 1 - explainedShare(accepted[h].key, accepted[h].evidence, segs_[i]);
+    }
+    (segs_[i].round_trip ? k_round_trip : k_one_way) += left * segs_[i].k;
+  }
+  const FabricEvidence::OwnFlows all = ev_.allFlows();
+  const double n_one_way = all.out.n + all.back.n, n_round_trip = all.all.n - all.out.n;
+  auto rate = [](double k, double n, double at_most) {
+    return n > 0 ? std::clamp(k / n, 1e-9, at_most) : at_most;
+  };
+  return {rate(k_round_trip, n_round_trip, tested.round_trip),
+          rate(k_one_way, n_one_way, tested.one_way)};
+}
+
 // The rate the incident states is the fault's since it began, not the
 // horizon's average (which a fault younger than the horizon dilutes with
 // the clean probes before it): the maximum-likelihood change point, i.e.
-// the newest stretch of m buckets whose likelihood ratio is largest, and
-// the profile interval on that stretch. The raw tallies of each stretch
-// are scaled by the share of the horizon's probes and losses that
-// explaining away left to this hypothesis.
-void Explainer::estimateLoss(Hypothesis& h) const {
-  const Candidate& c = h.evidence;
+// the newest stretch of m buckets whose likelihood ratio is largest. The
+// fault began somewhere inside the stretch's oldest bucket, so that
+// bucket's rate is free between none and the fault's (a nuisance), and
+// the 90 % interval is the profile over the change point as well as the
+// rate: every x within the bar of the best on some stretch. The raw
+// tallies of each stretch are scaled by the share of the horizon's probes
+// and losses that `c` (the attributed evidence) leaves to this hypothesis.
+void Explainer::estimateLoss(Hypothesis& h, const Candidate& c, const Background& b) const {
   const bool link = h.key.kind == Key::kLink;
   const BucketedTallies& all = link                       ? ev_.links()
                                : h.key.kind == Key::kNode ? ev_.toNode()
@@ -172,19 +299,83 @@ void Explainer::estimateLoss(Hypothesis& h) const {
   };
   const double n1_share = share(c.n - n_rt, t.n - r.n), k1_share = share(c.k - k_rt, t.k - r.k);
   const double n2_share = share(n_rt, r.n), k2_share = share(k_rt, r.k);
-  const Background& b = ev_.background();
-  double best = -1, n1 = 0, k1 = 0, n2 = 0, k2 = 0;
-  h.loss = c.loss;
-  for (size_t m = 1; m <= ev_.buckets(); ++m) {
+  struct Counts {
+    double n1 = 0, k1 = 0, n2 = 0, k2 = 0;
+  };
+  auto counts = [&](size_t m) {
+    Counts s;
+    if (m == 0) return s;
     const Tally tm = all.recent(h.key.id, m), rm = rt ? rt->recent(h.key.id, m) : Tally{};
-    const double a1 = std::max(0.0, tm.n - rm.n) * n1_share;
-    const double b1 = std::clamp((tm.k - rm.k) * k1_share, 0.0, a1);
-    const double a2 = rm.n * n2_share, b2 = std::clamp(rm.k * k2_share, 0.0, a2);
-    double x = 0;
-    const double l = twoClassLlr(a1, b1, b.one_way, a2, b2, b.round_trip, &x);
-    if (l > best) best = l, h.loss = x, n1 = a1, k1 = b1, n2 = a2, k2 = b2;
+    s.n1 = std::max(0.0, tm.n - rm.n) * n1_share;
+    s.k1 = std::clamp((tm.k - rm.k) * k1_share, 0.0, s.n1);
+    s.n2 = rm.n * n2_share;
+    s.k2 = std::clamp(rm.k * k2_share, 0.0, s.n2);
+    return s;
+  };
+  auto at = [&](double x, const Counts& s) {
+    return twoClassLlrAt(x, s.n1, s.k1, b.one_way, s.n2, s.k2, b.round_trip);
+  };
+  auto fit = [&](const Counts& s, double* x) {
+    return twoClassLlr(s.n1, s.k1, b.one_way, s.n2, s.k2, b.round_trip, x);
+  };
+  // Stretch m: the newest m - 1 buckets at x, the m-th at its own y <= x.
+  struct Stretch {
+    Counts full, edge;
+    double x = 0, y = 0, llr = 0;
+  };
+  auto value = [&](const Stretch& s, double x) {
+    return at(x, s.full) + at(std::min(x, s.y), s.edge);
+  };
+  std::vector<Stretch> stretches;
+  Counts before;
+  for (size_t m = 1; m <= ev_.buckets(); ++m) {
+    const Counts upto = counts(m);
+    Stretch s;
+    s.full = m == 1 ? upto : before;
+    if (m > 1) {
+      s.edge = {upto.n1 - before.n1, upto.k1 - before.k1, upto.n2 - before.n2, upto.k2 - before.k2};
+    }
+    before = upto;
+    fit(s.edge, &s.y);
+    fit(s.full, &s.x);
+    if (s.y > s.x) fit(upto, &s.x);  // the edge pulls the rate up: one rate for both
+    s.llr = value(s, s.x);
+    stretches.push_back(s);
   }
-  h.loss_interval = twoClassInterval(h.loss, n1, k1, b.one_way, n2, k2, b.round_trip);
+  const auto best =
+      std::max_element(stretches.begin(), stretches.end(),
+                       [](const Stretch& u, const Stretch& v) { return u.llr < v.llr; });
+  const double top = addedLossTop(b.one_way, b.round_trip);
+  h.loss = std::min(best->x, top);
+  // Over-dispersion: buckets of the stretch that vary more than binomial
+  // counts at one rate would (flows of unequal exposure, losses shared
+  // with other faults) widen the interval by their Pearson ratio (a
+  // quasi-likelihood; never narrower than the binomial one).
+  const size_t full_buckets = static_cast<size_t>(best - stretches.begin());
+  double pearson = 0;
+  size_t used = 0;
+  for (size_t m = 0; m < std::max<size_t>(full_buckets, 1); ++m) {
+    const Stretch& one = stretches[m];
+    const Counts& c1 = m == 0 ? one.full : one.edge;
+    double expected = 0, variance = 0;
+    for (auto [n, q] : {std::pair{c1.n1, b.one_way}, {c1.n2, b.round_trip}}) {
+      const double p = std::min(q + h.loss, 1.0);
+      expected += n * p, variance += n * p * (1 - p);
+    }
+    if (variance <= 0) continue;
+    const double d = c1.k1 + c1.k2 - expected;
+    pearson += d * d / variance;
+    ++used;
+  }
+  const double dispersion = used >= 3 ? std::max(1.0, pearson / static_cast<double>(used - 1)) : 1;
+  const double bar = best->llr - dispersion * kInterval90Nats;
+  double lo = h.loss, hi = h.loss;
+  for (const Stretch& s : stretches) {
+    if (s.llr < bar) continue;
+    auto [l, u] = concaveLevelSet([&](double x) { return value(s, x); }, s.x, bar, top);
+    lo = std::min(lo, l), hi = std::max(hi, u);
+  }
+  h.loss_interval = {lo, hi};
 }
 
 // Candidates: every link and host with a loss in the horizon.
@@ -347,6 +538,7 @@ std::vector<Hypothesis> Explainer::run() {
       explainBy(d, std::nullopt, true, when ? &*when : nullptr);
     }
   }
+  unclaimed_ = unexplained_;
   // Segments claimed by a paged incident count for nobody else.
   for (uint32_t i = 0; i < segs_.size(); ++i) {
     if (segs_[i].claimed_by == 0) continue;
@@ -476,9 +668,13 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     if (auto it = own.find(h.key.id); it != own.end()) h.certain = it->second;
   }
   jointUpstream(accepted);
-  for (Hypothesis& h : accepted) {
+  const Background residual = residualBackground(accepted);
+  const std::vector<Candidate> own = attributed(accepted, residual);
+  for (size_t j = 0; j < accepted.size(); ++j) {
+    Hypothesis& h = accepted[j];
     h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
-    estimateLoss(h);
+    estimateLoss(h, own[j], residual);
+    h.background = residual;
   }
 }
 
@@ -908,6 +1104,17 @@ void Candidate::remove(double part, const LossySegment& s, bool in_short) {
   stale = true;  // rescored when next read: one explanation reduces it many times
 }
 
+void Candidate::removeLosses(double part, const LossySegment& s, bool in_short, bool with_probes) {
+  const double lost = part * s.k, probes = with_probes ? lost : 0;
+  n -= probes, k -= lost;
+  if (in_short) ns -= probes, ks -= lost;
+  if (s.round_trip) {
+    n_rt -= probes, k_rt -= lost;
+    if (in_short) ns_rt -= probes, ks_rt -= lost;
+  }
+  stale = true;
+}
+
 uint64_t encodeKey(const Key& k) { return (uint64_t{k.kind} + 1) << 32 | k.id; }
 Key decodeKey(uint64_t v) {
   return {static_cast<Key::Kind>((v >> 32) - 1), static_cast<uint32_t>(v)};
@@ -923,14 +1130,14 @@ std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainCon
   return Explainer(ev, cfg).run();
 }
 
-bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since) {
+bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since,
+                   const Background& b) {
   if (key.kind == Key::kPorts || x <= 0) return false;
   const bool link = key.kind == Key::kLink;
   const BucketedTallies& all = link                     ? ev.links()
                                : key.kind == Key::kNode ? ev.toNode()
                                                         : ev.hostSide();
   const BucketedTallies* rt = link ? ev.linksRoundTrip() : &all;
-  const Background& b = ev.background();
   // Bucket b holds (b - 1) * width < t <= b * width: stretch m starts at
   // bucket newest - m + 1.
   const double first = std::ceil(since / ev.bucketWidth());

@@ -48,6 +48,9 @@ struct Candidate {
 
   // Takes `part` of a lossy segment out of the evidence.
   void remove(double part, const LossySegment& s, bool in_short);
+  // Takes `part` of a lossy segment's losses out (lost elsewhere), and the
+  // probes they were `with_probes` (lost before they reached it).
+  void removeLosses(double part, const LossySegment& s, bool in_short, bool with_probes);
 };
 
 struct Hypothesis {
@@ -58,6 +61,8 @@ struct Hypothesis {
   // (explain.cc, estimateLoss): what the incident states.
   double loss = 0;
   std::pair<double, double> loss_interval{0, 0};
+  // The background those are added to (explain.cc, residualBackground).
+  Background background;
   std::string alt_name;  // the strongest competing explanation, if any
   double alt_llr = 0;
   std::vector<uint32_t> certain;  // lossy segments certainly explained by it
@@ -100,8 +105,10 @@ std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainCon
 // host: the fault it paged for has gone, though the horizon still
 // remembers it. `since` is when the fault was already on (its incident
 // opened): a longer stretch would mix in the clean time before it. The bar
-// is ln 99 plus ln of the stretches tried.
-bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since);
+// is ln 99 plus ln of the stretches tried. `x` is added to `b`, the
+// background the hypothesis states its rate above.
+bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since,
+                   const Background& b);
 
 // Share of a link's lossy segments that lost every probe: near 1 for a
 // partial blackhole (some flows dead, others clean), low for random loss.

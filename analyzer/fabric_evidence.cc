@@ -210,6 +210,17 @@ FabricEvidence::OwnFlows FabricEvidence::ownFlows(PortId host_port) const {
   return {from_port_.total(i), from_port_.total(i + 1), from_port_.total(i + 2)};
 }
 
+FabricEvidence::OwnFlows FabricEvidence::allFlows() const {
+  OwnFlows sum;
+  for (size_t i = 0; i + 2 < from_port_.size(); i += 3) {
+    for (auto [into, slot] : {std::pair{&sum.all, i}, {&sum.out, i + 1}, {&sum.back, i + 2}}) {
+      const Tally t = from_port_.total(slot);
+      into->add(t.n, t.k);
+    }
+  }
+  return sum;
+}
+
 bool FabricEvidence::rxErrorsImplicate(DirLinkId d) const {
   const Tally err = counters_.rxErrors(topo_.dirDstPort(d));
   return err.k >= 10 && err.n > 0 && err.k / err.n >= 1e-6;

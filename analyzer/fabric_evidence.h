@@ -90,6 +90,8 @@ class FabricEvidence {
     Tally all, out, back;
   };
   OwnFlows ownFlows(topology::PortId host_port) const;
+  // The same over every host port: all the probes of the horizon.
+  OwnFlows allFlows() const;
   // Receive errors at the far end of a directed link: at least 10, and at
   // least 1e-6 of the packets received there, over the horizon.
   bool rxErrorsImplicate(topology::DirLinkId d) const;

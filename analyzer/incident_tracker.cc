@@ -59,6 +59,10 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   if (f.loss_ratio && !f.recovering) {  // (the horizon dilutes a gone fault's rate)
     inc.loss_ratio = *f.loss_ratio;
     inc.loss_interval = f.loss_interval;
+    // The interval it paged at is the one that ran high enough to page:
+    // later ones, on more evidence, may sit lower, and a fault still on at
+    // its true rate must not reject the floor.
+    if (inc.localized_at) t.paged_loss = std::min(t.paged_loss, pagedFloor(inc));
   }
   inc.evidence = f.evidence;
   inc.candidates = f.candidates;

@@ -95,12 +95,13 @@ inline double twoClassLlr(double n1, double k1, double q1, double n2, double k2,
 // 0.90 quantile is 2.706). The log-likelihood is concave, so each end is
 // found by bisection on its side of x_hat.
 constexpr double kInterval90Nats = 2.706 / 2;
-inline std::pair<double, double> twoClassInterval(double x_hat, double n1, double k1, double q1,
-                                                  double n2, double k2, double q2) {
-  const double top = 1 - std::max(n1 > 0 ? q1 : 0.0, n2 > 0 ? q2 : 0.0) - 1e-12;
+// The x in [0, top] where a concave f is at least `bar`, f(x_hat) >= bar:
+// each end by bisection on its side of x_hat. An interval that reaches top
+// (every probe lost but for the background) ends at 1.
+template <typename F>
+std::pair<double, double> concaveLevelSet(const F& f, double x_hat, double bar, double top) {
   x_hat = std::clamp(x_hat, 0.0, top);
-  const double bar = twoClassLlrAt(x_hat, n1, k1, q1, n2, k2, q2) - kInterval90Nats;
-  auto inside = [&](double x) { return twoClassLlrAt(x, n1, k1, q1, n2, k2, q2) >= bar; };
+  auto inside = [&](double x) { return f(x) >= bar; };
   auto edge = [&](double in, double out) {  // inside(in), !inside(out)
     for (int i = 0; i < 60 && std::abs(out - in) > 1e-12 + 1e-9 * in; ++i) {
       const double mid = 0.5 * (in + out);
@@ -109,8 +110,19 @@ inline std::pair<double, double> twoClassInterval(double x_hat, double n1, doubl
     return in;
   };
   const double lo = inside(0) ? 0.0 : edge(x_hat, 0.0);
-  const double hi = inside(top) ? top : edge(x_hat, top);
+  const double hi = inside(top) ? 1.0 : edge(x_hat, top);
   return {lo, hi};
+}
+
+// The largest added loss probes of backgrounds q1 and q2 admit.
+inline double addedLossTop(double q1, double q2) { return 1 - std::max(q1, q2) - 1e-12; }
+
+// The 90 % interval of twoClassLlr's added loss on one set of counts.
+inline std::pair<double, double> twoClassInterval(double x_hat, double n1, double k1, double q1,
+                                                  double n2, double k2, double q2) {
+  const double top = addedLossTop(n1 > 0 ? q1 : 0.0, n2 > 0 ? q2 : 0.0);
+  auto f = [&](double x) { return twoClassLlrAt(x, n1, k1, q1, n2, k2, q2); };
+  return concaveLevelSet(f, x_hat, f(std::clamp(x_hat, 0.0, top)) - kInterval90Nats, top);
 }
 
 // Posterior probability that a hypothesis with log-likelihood ratio `llr`

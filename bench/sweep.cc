@@ -244,6 +244,7 @@ struct CalPoint {
 };
 
 struct LossPoint {
+  std::string link;
   double injected, estimate, losses;
   std::optional<std::pair<double, double>> interval;
 };
@@ -374,7 +375,8 @@ RunResult runDraw(const Draw& d) {
     if (inc == by_id.end()) continue;
     const json& j = *inc->second;
     if (!j.contains("loss_ratio") || !j["loss_ratio"].is_number()) continue;
-    out.loss.push_back({t->loss, j["loss_ratio"].get<double>(), row.oracle.losses, intervalOf(j)});
+    out.loss.push_back({row.oracle.link, t->loss, j["loss_ratio"].get<double>(), row.oracle.losses,
+                        intervalOf(j)});
   }
   out.ok = true;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -701,6 +703,15 @@ int runSweep(const SweepOptions& o) {
                        {"netdiag_ttl", row.ttl ? json(*row.ttl) : json(nullptr)},
                        {"losses", row.oracle.losses}});
       }
+      json loss = json::array();
+      for (const LossPoint& p : r.loss) {
+        loss.push_back({{"link", p.link},
+                        {"injected", p.injected},
+                        {"estimate", p.estimate},
+                        {"losses", p.losses},
+                        {"interval", p.interval ? json{p.interval->first, p.interval->second}
+                                                : json(nullptr)}});
+      }
       f << json{{"index", r.draw.index},
                 {"seed", r.draw.seed},
                 {"condition", r.draw.condition},
@@ -712,7 +723,8 @@ int runSweep(const SweepOptions& o) {
                 {"fp_incidents", r.fp_incidents},
                 {"groups", r.groups},
                 {"misses", misses},
-                {"oracle", orc}}
+                {"oracle", orc},
+                {"loss", loss}}
                .dump()
         << '\n';
     }
