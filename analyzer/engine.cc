@@ -49,7 +49,7 @@ struct Engine::Impl {
       : topo(t),
         cfg(c),
         evidence(t, {c.bucket_s, c.horizon_s, c.expected_flows}),
-        incidents(c.resolve_after_s, c.horizon_s),
+        incidents(c.resolve_after_s, c.horizon_s, c.short_horizon_s),
         page_bar(pagingBarNats(c)) {}
 
   // Passes run at boundaries B = k * pass_interval_s of telemetry time, each

@@ -60,9 +60,13 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
     inc.loss_ratio = *f.loss_ratio;
     inc.loss_interval = f.loss_interval;
     // The interval it paged at is the one that ran high enough to page:
-    // later ones, on more evidence, may sit lower, and a fault still on at
-    // its true rate must not reject the floor.
-    if (inc.localized_at) t.paged_loss = std::min(t.paged_loss, pagedFloor(inc));
+    // those of the passes just after, on more evidence, may sit lower, and
+    // a fault still on at its true rate must not reject the floor. (Not
+    // for longer: a fault that ended dilutes the newest stretch, and a
+    // falling floor would hold off its recovery.)
+    if (inc.localized_at && now - *inc.localized_at <= settle_s_) {
+      t.paged_loss = std::min(t.paged_loss, pagedFloor(inc));
+    }
   }
   inc.evidence = f.evidence;
   inc.candidates = f.candidates;

@@ -39,9 +39,11 @@ struct Finding {
 
 class IncidentTracker {
  public:
-  // horizon_s: how long the evidence remembers a fault that has gone.
-  IncidentTracker(double resolve_after_s, double horizon_s)
-      : resolve_after_s_(resolve_after_s), horizon_s_(horizon_s) {}
+  // horizon_s: how long the evidence remembers a fault that has gone;
+  // settle_s: how long after paging the recovery floor may still fall
+  // (observe: the short horizon).
+  IncidentTracker(double resolve_after_s, double horizon_s, double settle_s)
+      : resolve_after_s_(resolve_after_s), horizon_s_(horizon_s), settle_s_(settle_s) {}
 
   void beginPass() { seen_.clear(); }
   // Records this pass's finding for `key`; true when its incident is localized.
@@ -85,7 +87,7 @@ class IncidentTracker {
   Tracked& track(const Key& key, double now);
   void notify(const Incident& i);
 
-  double resolve_after_s_, horizon_s_;
+  double resolve_after_s_, horizon_s_, settle_s_;
   uint64_t next_id_ = 1;
   std::map<Key, Tracked> tracked_;
   std::vector<Incident> history_;  // closed incidents whose key was reused
