@@ -89,7 +89,8 @@ class Explainer {
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
   void accessAmbiguity(Hypothesis& h);
-  Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted, size_t skip) const;
+  Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted,
+                   const std::function<bool(size_t)>& counts) const;
   void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   void somePathsDead(Hypothesis& h);
   const std::unordered_set<DirLinkId>& slowLinks();
@@ -606,27 +607,12 @@ std::vector<Hypothesis> Explainer::run() {
 // dropped, earliest first.
 void Explainer::backwardCheck(std::vector<Hypothesis>& accepted) const {
   if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return;
-  // Explaining away takes from segment i the share w of what is left of
-  // it, so what all the others leave of it is the product of (1 - w)
-  // over them, in any order: each hypothesis is re-scored from its
-  // candidate before the greedy, less that from its own segments.
+  // Each is re-scored from its candidate before the greedy, less what the
+  // others not yet dropped explain of its segments.
   std::vector<bool> dropped(accepted.size(), false);
   for (size_t j = 0; j < accepted.size(); ++j) {
     const Key& key = accepted[j].key;
-    Candidate rest = key.kind == Key::kLink   ? link_c0_.at(key.id)
-                     : key.kind == Key::kNode ? node_c0_.at(key.id)
-                                              : side_c0_.at(key.id);
-    for (uint32_t i : lists(key.kind).at(key.id)) {
-      double left = 1;
-      for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
-        if (h != j && !dropped[h]) {
-          left *= 1 - explainedShare(accepted[h].key, accepted[h].evidence, segs_[i]);
-        }
-      }
-      const double part = unexplained0_[i] * (1 - left);
-      if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from_);
-    }
-    score(rest);
+    const Candidate rest = restOf(key, accepted, [&](size_t h) { return !dropped[h]; });
     const double min_loss = key.kind == Key::kNode ? kMinHostLoss : cfg_.min_loss;
     dropped[j] = rest.llr < open_llr_ || rest.loss < min_loss;
   }
@@ -830,17 +816,19 @@ const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
 //   crossed it, so it is weighed on them (windowLlr).
 // What is not ruled out joins the hypothesis's ambiguity group, with an
 // equal likelihood: the posterior is then at most 1/2, as it should be.
-// The evidence of `key` as it stands with every accepted hypothesis but
-// accepted[skip] (and `key` itself) explaining what it explains: its
-// candidate before the greedy search, less the others' shares of its
-// segments, as in the backward check.
+// The evidence of `key` as it stands with the accepted hypotheses that
+// `counts` admits (never `key` itself) explaining what they explain: its
+// candidate before the greedy search, less their shares of its segments.
+// Explaining away takes from segment i the share w of what is left of it,
+// so what they all leave of it is the product of (1 - w) over them, in any
+// order.
 Candidate Explainer::restOf(const Key& key, const std::vector<Hypothesis>& accepted,
-                            size_t skip) const {
+                            const std::function<bool(size_t)>& counts) const {
   Candidate rest = pool0(key.kind).at(key.id);
   for (uint32_t i : lists(key.kind).at(key.id)) {
     double left = 1;
     for (size_t j = 0; j < accepted.size() && left > 0; ++j) {
-      if (j != skip && accepted[j].key != key) {
+      if (accepted[j].key != key && counts(j)) {
         left *= 1 - explainedShare(accepted[j].key, accepted[j].evidence, segs_[i]);
       }
     }
@@ -885,7 +873,8 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
   if (ranked.size() > kMaxSeries) ranked.resize(kMaxSeries);
   size_t self = 0;
   while (self < accepted.size() && accepted[self].key != h.key) ++self;
-  const double own = restOf(h.key, accepted, self).llr;
+  auto others = [self](size_t j) { return j != self; };
+  const double own = restOf(h.key, accepted, others).llr;
   for (const auto& [neg_weight, u] : ranked) {
     const Key uk{Key::kLink, u};
     const bool taken = std::any_of(accepted.begin(), accepted.end(),
@@ -893,7 +882,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
     if (taken || std::find(h.candidates.begin(), h.candidates.end(), uk) != h.candidates.end()) {
       continue;
     }
-    const double l = restOf(uk, accepted, self).llr;
+    const double l = restOf(uk, accepted, others).llr;
     if (l >= own - std::log(99.0)) {
       h.candidates.push_back(uk);
       if (h.alt_name.empty() || h.candidates.size() == 1) {
