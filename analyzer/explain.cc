@@ -346,7 +346,10 @@ void Explainer::estimateLoss(Hypothesis& h, const Candidate& c, const Background
   const auto best =
       std::max_element(stretches.begin(), stretches.end(),
                        [](const Stretch& u, const Stretch& v) { return u.llr < v.llr; });
-  const double top = addedLossTop(b.one_way, b.round_trip);
+  // (A class with no probes here does not bound the rate.)
+  const bool one_way = best->full.n1 + best->edge.n1 > 0,
+             round_trip = best->full.n2 + best->edge.n2 > 0;
+  const double top = addedLossTop(one_way ? b.one_way : 0.0, round_trip ? b.round_trip : 0.0);
   h.loss = std::min(best->x, top);
   // Over-dispersion: buckets of the stretch that vary more than binomial
   // counts at one rate would (flows of unequal exposure, losses shared
