@@ -60,7 +60,8 @@ class Explainer {
   std::vector<Hypothesis> run();
 
  private:
-  double llrOf(double n, double k, double n_rt, double k_rt, double* added) const;
+  double llrOf(double n, double k, double n_rt, double k_rt, double* added,
+               const Background& b) const;
   std::vector<Candidate> attributed(const std::vector<Hypothesis>& accepted,
                                     const Background& b) const;
   double rateAbove(const Candidate& c, const Background& b) const;
@@ -89,6 +90,8 @@ class Explainer {
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
   void accessAmbiguity(Hypothesis& h);
+  double leftBy(uint32_t i, const std::vector<Hypothesis>& accepted,
+                const std::function<bool(size_t)>& counts) const;
   Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted,
                    const std::function<bool(size_t)>& counts) const;
   void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
@@ -129,11 +132,11 @@ class Explainer {
 
 // One-way counts are tested against one direction's background, round
 // trips against the round trip's, with one added loss for both.
-double Explainer::llrOf(double n, double k, double n_rt, double k_rt, double* added) const {
+double Explainer::llrOf(double n, double k, double n_rt, double k_rt, double* added,
+                        const Background& b) const {
   // (Explaining away subtracts fractions: keep rounding from going negative.)
   const double n1 = std::max(0.0, n - n_rt), k1 = std::clamp(k - k_rt, 0.0, n1);
   n_rt = std::max(0.0, n_rt), k_rt = std::clamp(k_rt, 0.0, n_rt);
-  const Background& b = ev_.background();
   return twoClassLlr(n1, k1, b.one_way, n_rt, k_rt, b.round_trip, added);
 }
 
@@ -149,12 +152,21 @@ void Explainer::score(Candidate& c) const {
   // on every one of the windows that fit in the long one (a scan
   // statistic), so each short window gets that share of its half.
   double x_long = 0, x_short = 0;
-  const double l_long = llrOf(c.n, c.k, n_rt, k_rt, &x_long);
-  const double l_short = llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short) - log_short_windows_;
+  const double l_long = llrOf(c.n, c.k, n_rt, k_rt, &x_long, ev_.background());
+  const double l_short =
+      llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short, ev_.background()) - log_short_windows_;
   c.llr = std::max(l_long, l_short) - std::log(2.0);
   const bool short_wins = l_short > l_long;
   c.q0 = short_wins ? ev_.nullRate(c.ns, ns_rt) : ev_.nullRate(c.n, n_rt);
   c.loss = short_wins ? x_short : x_long;
+}
+
+// The long horizon's added loss of a candidate above background b.
+double Explainer::rateAbove(const Candidate& c, const Background& b) const {
+  const RoundTrips rt = roundTrips(c);
+  double x = 0;
+  llrOf(c.n, c.k, rt.n, rt.k, &x, b);
+  return x;
 }
 
 // The losses each accepted hypothesis caused, for the rate it states. The
@@ -166,16 +178,6 @@ void Explainer::score(Candidate& c) const {
 // expected share each caused (an EM over the rates: a share, then the
 // rates from the shares, a few rounds). What the others lost before the
 // hypothesis on the path leaves its probes too (they never reached it).
-// The long horizon's added loss of a candidate above background b.
-double Explainer::rateAbove(const Candidate& c, const Background& b) const {
-  const auto [n_rt, k_rt, ns_rt, ks_rt] = roundTrips(c);
-  const double n1 = std::max(0.0, c.n - n_rt), k1 = std::clamp(c.k - k_rt, 0.0, n1);
-  double x = 0;
-  twoClassLlr(n1, k1, b.one_way, std::max(0.0, n_rt), std::clamp(k_rt, 0.0, std::max(0.0, n_rt)),
-              b.round_trip, &x);
-  return x;
-}
-
 std::vector<Candidate> Explainer::attributed(const std::vector<Hypothesis>& accepted,
                                              const Background& b) const {
   std::vector<Candidate> out;
@@ -242,7 +244,6 @@ std::vector<Candidate> Explainer::attributed(const std::vector<Hypothesis>& acce
         if (before > 0) c.removeLosses(sh.avail * before / all, seg, in_short, true);
         if (after > 0) c.removeLosses(sh.avail * after / all, seg, in_short, false);
       }
-      score(c);
       next[j] = rateAbove(c, b);
       out[j] = c;
     }
@@ -262,10 +263,8 @@ Background Explainer::residualBackground(const std::vector<Hypothesis>& accepted
   if (accepted.empty() || accepted.size() > kMaxBackwardChecks) return tested;
   double k_one_way = 0, k_round_trip = 0;
   for (uint32_t i = 0; i < segs_.size(); ++i) {
-    double left = unexplained0_[i];
-    for (size_t h = 0; h < accepted.size() && left > 0; ++h) {
-      left *= 1 - explainedShare(accepted[h].key, accepted[h].evidence, segs_[i]);
-    }
+    if (unexplained0_[i] <= 0) continue;
+    const double left = unexplained0_[i] * leftBy(i, accepted, [](size_t) { return true; });
     (segs_[i].round_trip ? k_round_trip : k_one_way) += left * segs_[i].k;
   }
   const FabricEvidence::OwnFlows all = ev_.allFlows();
@@ -819,23 +818,27 @@ const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
 //   crossed it, so it is weighed on them (windowLlr).
 // What is not ruled out joins the hypothesis's ambiguity group, with an
 // equal likelihood: the posterior is then at most 1/2, as it should be.
+// Explaining away takes from segment i the share w of what is left of it,
+// so what the accepted hypotheses that `counts` admits leave of it is the
+// product of (1 - w) over them, in any order.
+double Explainer::leftBy(uint32_t i, const std::vector<Hypothesis>& accepted,
+                         const std::function<bool(size_t)>& counts) const {
+  double left = 1;
+  for (size_t j = 0; j < accepted.size() && left > 0; ++j) {
+    if (counts(j)) left *= 1 - explainedShare(accepted[j].key, accepted[j].evidence, segs_[i]);
+  }
+  return left;
+}
+
 // The evidence of `key` as it stands with the accepted hypotheses that
 // `counts` admits (never `key` itself) explaining what they explain: its
 // candidate before the greedy search, less their shares of its segments.
-// Explaining away takes from segment i the share w of what is left of it,
-// so what they all leave of it is the product of (1 - w) over them, in any
-// order.
 Candidate Explainer::restOf(const Key& key, const std::vector<Hypothesis>& accepted,
                             const std::function<bool(size_t)>& counts) const {
   Candidate rest = pool0(key.kind).at(key.id);
+  auto others = [&](size_t j) { return accepted[j].key != key && counts(j); };
   for (uint32_t i : lists(key.kind).at(key.id)) {
-    double left = 1;
-    for (size_t j = 0; j < accepted.size() && left > 0; ++j) {
-      if (accepted[j].key != key && counts(j)) {
-        left *= 1 - explainedShare(accepted[j].key, accepted[j].evidence, segs_[i]);
-      }
-    }
-    const double part = unexplained0_[i] * (1 - left);
+    const double part = unexplained0_[i] * (1 - leftBy(i, accepted, others));
     if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from_);
   }
   score(rest);
