@@ -96,6 +96,7 @@ class Explainer {
                    const std::function<bool(size_t)>& counts) const;
   void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   void somePathsDead(Hypothesis& h);
+  void deadOnUnseenStretch(Hypothesis& h);
   const std::unordered_set<DirLinkId>& slowLinks();
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
@@ -650,6 +651,7 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     if (h.key.kind == Key::kLink) {
       accessAmbiguity(h);
       sharedPathAlternatives(h, accepted);
+      deadOnUnseenStretch(h);
     }
     if (h.key.kind == Key::kNode) somePathsDead(h);
     const SegmentLists& own = lists(h.key.kind);
@@ -981,6 +983,72 @@ void Explainer::somePathsDead(Hypothesis& h) {
   h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
   h.alt_name = "a dead link on some of the paths to " + topo_.node(host).name +
                " (flows died whole, the others were clean)";
+}
+
+// A link's partial blackhole, seen on paths known only in part: flows that
+// died whole while the link's other flows stayed clean are also what one
+// dead link on the dead flows' unseen stretches does (their reply path is
+// known, their forward path not). Such a link could have carried (nearly)
+// every dead window and, since the first of them, passed no window's worth
+// of probes it is known to have carried (a dead link passes none). Those
+// links join the hypothesis's group, ranked by the share they carried.
+void Explainer::deadOnUnseenStretch(Hypothesis& h) {
+  const DirLinkId x = h.key.id;
+  const auto list = link_segs_.find(x);
+  if (list == link_segs_.end()) return;
+  double lost = 0, dead = 0, dead_lost = 0, dead_n = 0, onset = INFINITY;
+  std::vector<uint32_t> used;
+  for (uint32_t i : list->second) {
+    if (unexplained0_[i] < 0.5 || segs_[i].n == 0) continue;
+    lost += segs_[i].k;
+    if (segs_[i].k < segs_[i].n) continue;
+    used.push_back(i);
+    dead += 1;
+    dead_lost += segs_[i].k;
+    dead_n += segs_[i].n;
+    onset = std::min(onset, segs_[i].t);
+  }
+  // The blackhole signature (engine.cc classifies by the same share).
+  if (dead < 2 || dead_lost < 0.7 * lost) return;
+  std::unordered_map<DirLinkId, std::pair<double, double>> carried;  // windows, weight
+  for (uint32_t i : used) {
+    std::unordered_map<DirLinkId, double> here;
+    for (const Middle& mid : segs_[i].middle) {
+      // A remembered path may be stale for a flow that died: unseen too.
+      if (mid.known() && !(mid.cached && mid.from != mid.to)) continue;
+      for (auto [link, share] : ev_.shares().linksOn(mid.from, mid.to)) {
+        here[link] = std::max(here[link], share);
+      }
+    }
+    for (auto [d, w] : here) {
+      if (d == x) continue;
+      carried[d].first += 1;
+      carried[d].second += w;
+    }
+  }
+  const int64_t first = bucketOf(onset, ev_.bucketWidth());
+  const auto stretch = static_cast<size_t>(std::clamp<int64_t>(
+      ev_.links().newestBucket() - first + 1, 1, static_cast<int64_t>(ev_.buckets())));
+  const double window_probes = dead_n / dead;
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (auto [d, cw] : carried) {
+    if (cw.first < 0.9 * dead) continue;
+    const Tally since = ev_.links().recent(d, stretch);
+    if (since.n - since.k >= window_probes) continue;  // it passed probes: not dead
+    ranked.emplace_back(-cw.second, d);
+  }
+  if (ranked.empty()) return;
+  std::sort(ranked.begin(), ranked.end());
+  constexpr size_t kMaxDeadLinks = 8;
+  for (size_t j = 0; j < ranked.size() && j < kMaxDeadLinks; ++j) {
+    const Key k{Key::kLink, ranked[j].second};
+    if (std::find(h.candidates.begin(), h.candidates.end(), k) == h.candidates.end())
+      h.candidates.push_back(k);
+  }
+  if (h.evidence.llr >= h.alt_llr) {
+    h.alt_llr = h.evidence.llr;
+    h.alt_name = "a dead link on the unseen stretch of the flows that died whole";
+  }
 }
 
 void Explainer::accessAmbiguity(Hypothesis& h) {

@@ -234,6 +234,10 @@ struct Mesh {
   bool reply_known = true;  // report reply_path
   // Whether a record of this flow carries its path (default: always).
   std::function<bool(PortId src, PortId dst, size_t spine)> path_known;
+  // Whether a record that carries paths has its forward one too (default:
+  // yes); without it only reply_path is reported (traceroute failed, the
+  // reply's path is known).
+  std::function<bool(PortId src, PortId dst, size_t spine)> forward_known;
   // Whether the flow is probed at all (default: every flow).
   std::function<bool(const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev)> keep;
   // Links known down: flows pick the next spine instead.
@@ -326,7 +330,7 @@ struct Mesh {
       }
     }
     if (with_path) {
-      r.path = fwd;
+      if (!forward_known || forward_known(src, dst, spine)) r.path = fwd;
       if (reply_known && r.lost < r.sent) r.reply_path = rev;
     }
     return r;

@@ -325,5 +325,38 @@ TEST(Explain, FlowsDeadWholeOnSomePathsOnlyAreNoDeadHost) {
   EXPECT_GE(hs2[0].confidence, 0.99);
 }
 
+TEST(Explain, FlowsDeadWholeOnAnUnseenStretchAreNoBlackholeOnTheirKnownReplyPath) {
+  // spine1->leaf3 dies at t = 60 (no counter says so). Forward paths are
+  // never known, reply paths are (and are remembered from before), and
+  // leaf3's hosts only answer, so no known path crosses spine1->leaf3. The
+  // flows into leaf3 over spine1 die whole, so their replies' uplinks out of
+  // leaf3 look like partial blackholes: some flows dead, the rest clean.
+  Fabric f(4, 4, 4);
+  Mesh mesh(f);
+  mesh.forward_known = [](PortId, PortId, size_t) { return false; };
+  mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>&) {
+    return f.leafOf(f.t.dirSrcPort(fwd.front())) != f.leaves[2];
+  };
+  const DirLinkId bad = f.between(f.spines[0], f.leaves[2]);
+  std::vector<testing::Record> records;
+  for (double t : testing::windows(0, 60)) mesh.window(t, records);
+  mesh.loss[bad] = 1.0;
+  for (double t : testing::windows(60, 150)) mesh.window(t, records);
+  FabricEvidence ev(f.t, {});
+  for (const auto& r : records) ev.addProbe(std::get<telemetry::ProbeRecord>(r));
+  ev.advanceTo(150);
+  auto hs = explainLosses(ev, {});
+  ASSERT_FALSE(hs.empty());
+  for (const Hypothesis& h : hs) {
+    if (h.key == Key{Key::kLink, bad}) continue;
+    // Anything else is a group with the dead link in it, and never pages.
+    EXPECT_LE(h.confidence, 0.5) << f.t.dirLinkName(h.key.id);
+    if (h.key.kind != Key::kLink || blackholeShare(ev, h.key.id) < 0.7) continue;
+    EXPECT_NE(std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, bad}),
+              h.candidates.end())
+        << f.t.dirLinkName(h.key.id);
+  }
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
