@@ -13,6 +13,7 @@
 //   accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]
 //            [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]
 //            [--only I]   (just draw I of the sweep, to look into one run)
+//            [--adapt 1]  (closed loop: the unsettled links get flows, bench/sweep.h)
 //            (the sweep over deployment conditions, bench/sweep.h)
 
 #include <atomic>
@@ -149,7 +150,8 @@ int main(int argc, char** argv) {
       "                [--ecmp-hash mix|crc] [--peers N] [--flows-per-peer N]\n"
       "                [--probes-per-second X] [--redraw-s S]\n"
       "       accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]\n"
-      "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1] [--only I]\n";
+      "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1] [--only I]\n"
+      "                [--adapt 1]\n";
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -203,6 +205,8 @@ int main(int argc, char** argv) {
       sweep.require_recall = std::atof(argv[i + 1]);
     else if (a == "--quiet")
       sweep.quiet = std::atoi(argv[i + 1]) != 0;
+    else if (a == "--adapt")
+      sweep.adapt = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
       return 2;

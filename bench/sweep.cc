@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/engine.h"
+#include "analyzer/unsettled.h"
 #include "bench/oracle.h"
 #include "planner/plan.h"
 #include "sim/rng.h"
@@ -255,6 +256,13 @@ struct OracleRow {
   std::optional<double> ttl;  // netdiag's
 };
 
+// An incident that was an ambiguity group at some pass.
+struct GroupPoint {
+  double since;                        // the first pass it was a group
+  std::optional<double> localized_at;  // later, when it paged
+  bool right = false;                  // paged and not a false positive
+};
+
 struct RunResult {
   Draw draw;
   bool ok = false;
@@ -265,6 +273,8 @@ struct RunResult {
   std::vector<LossPoint> loss;
   std::vector<json> fp_incidents;  // the report's false positives, whole (for --runs)
   std::vector<json> groups;        // incidents never localized (ambiguity groups), whole
+  std::vector<GroupPoint> ambiguous;
+  size_t focus_plans = 0;  // plans the closed loop served (--adapt)
   double seconds = 0;
 };
 
@@ -279,7 +289,7 @@ std::optional<std::pair<double, double>> intervalOf(const json& inc) {
   return std::nullopt;
 }
 
-RunResult runDraw(const Draw& d) {
+RunResult runDraw(const Draw& d, bool adapt) {
   RunResult out;
   out.draw = d;
   auto t0 = std::chrono::steady_clock::now();
@@ -296,16 +306,49 @@ RunResult runDraw(const Draw& d) {
     return out;
   }
   planner::Plan plan = planner::makePlan(*topo, sc.budget, {}, d.seed);
+  const analyzer::EngineConfig engine_config;
+  analyzer::Engine engine(*topo, engine_config);
   sim::SimOptions opt;
   opt.seed = d.seed;
   opt.ecmp_seed = sim::mix64(d.seed * 7919 + 17);  // never shown to the analyzer
+
+  // After every pass: when each ambiguity group began, and (with adapt) the
+  // links to focus on; the simulator asks for the plan at every window start.
+  std::map<std::string, double> ambiguous_since;
+  uint64_t passes_seen = 0, focus_gen = 0, focus_seed = 0;
+  std::vector<topology::DirLinkId> focus;
+  std::optional<planner::Plan> focused;
+  const planner::Plan* focus_base = nullptr;
+  opt.plan_at = [&](const planner::Plan& base, double) -> const planner::Plan* {
+    if (engine.stats().passes != passes_seen) {
+      passes_seen = engine.stats().passes;
+      const analyzer::Report rep = engine.report();
+      for (const analyzer::Incident& i : rep.incidents) {
+        if (!i.candidates.empty() && !i.localized_at && !i.resolved_at)
+          ambiguous_since.emplace(i.id, rep.generated_at);
+      }
+      if (adapt) {
+        auto links = analyzer::unsettledLinks(rep.incidents, analyzer::kMaxUnsettledLinks);
+        if (links != focus) {
+          focus = std::move(links);
+          focus_base = nullptr;
+        }
+      }
+    }
+    if (focus.empty()) return nullptr;
+    if (focus_base != &base || focus_seed != base.seed) {
+      focused = planner::focusPlan(*topo, base, {}, focus).plan;
+      focused->version = base.version + ++focus_gen;
+      focus_base = &base;
+      focus_seed = base.seed;
+    }
+    return &*focused;
+  };
   auto simulator = sim::Simulator::create(*topo, sc, plan, opt, errors);
   if (!simulator) {
     out.error = errors.empty() ? "?" : errors[0].str();
     return out;
   }
-  const analyzer::EngineConfig engine_config;
-  analyzer::Engine engine(*topo, engine_config);
   OracleConfig oc;
   oc.background_loss = sc.noise.background_loss;
   // netdiag's ratio has paid ln 2 for its two horizons; the oracle's one
@@ -317,6 +360,7 @@ RunResult runDraw(const Draw& d) {
   tee.add(&oracle);
   simulator->run(tee);
   engine.finish();
+  out.focus_plans = focus_gen;
   const json report_json = analyzer::reportToJson(*topo, engine.report());
   std::string error;
   auto report = sim::reportFromJson(report_json.dump(), error);
@@ -352,6 +396,14 @@ RunResult runDraw(const Draw& d) {
   for (const auto& inc : report->incidents) {
     if (!inc.confidence) continue;
     out.cal.push_back({*inc.confidence, !wrong.contains(inc.id), inc.isPositive()});
+  }
+  std::set<std::string> false_pages;
+  for (const auto& fp : out.score.false_positives) false_pages.insert(fp.incident_id);
+  for (const auto& inc : report->incidents) {
+    auto since = ambiguous_since.find(inc.id);
+    if (since == ambiguous_since.end()) continue;
+    out.ambiguous.push_back(
+        {since->second, inc.localized_at, inc.localized_at && !false_pages.contains(inc.id)});
   }
 
   // Loss estimates of found link_loss faults.
@@ -484,7 +536,7 @@ int runSweep(const SweepOptions& o) {
   for (unsigned t = 0; t < std::max(1u, o.threads); ++t) {
     pool.emplace_back([&] {
       for (size_t j; (j = next++) < jobs.size();) {
-        results[j] = runDraw(jobs[j]);
+        results[j] = runDraw(jobs[j], o.adapt);
         const size_t n = ++done;
         if (o.quiet) continue;
         std::lock_guard lock(mu);
@@ -635,6 +687,30 @@ int runSweep(const SweepOptions& o) {
                           .c_str()
                     : "not present in the report (skipped)");
 
+  // Ambiguity groups: how many became one link, and how fast.
+  size_t groups = 0, settled = 0, settled_right = 0, focus_plans = 0;
+  std::vector<double> to_localize;
+  for (const RunResult& r : results) {
+    focus_plans += r.focus_plans;
+    for (const GroupPoint& g : r.ambiguous) {
+      ++groups;
+      if (!g.localized_at) continue;
+      ++settled;
+      settled_right += g.right;
+      if (g.right) to_localize.push_back(*g.localized_at - g.since);
+    }
+  }
+  std::sort(to_localize.begin(), to_localize.end());
+  const double p90 = to_localize.empty()
+                         ? NAN
+                         : to_localize[std::min(to_localize.size() - 1,
+                                                static_cast<size_t>(0.9 * to_localize.size()))];
+  std::printf(
+      "\nambiguity groups%s: %zu opened, %zu localized later (%zu right); ambiguous -> localized "
+      "(right ones): median %.0f s, p90 %.0f s; %zu focused plans served\n",
+      o.adapt ? " (closed loop: unsettled links get flows)" : " (static plan)", groups, settled,
+      settled_right, median(to_localize), p90, focus_plans);
+
   int rc = 0;
   if (o.require_precision >= 0) {
     if (!(worst_precision.value >= o.require_precision)) {
@@ -675,6 +751,14 @@ int runSweep(const SweepOptions& o) {
                 {"recall_where_oracle_localizes", num(worst_recall05.value)},
                 {"recall_where_oracle_localizes_cell", worst_recall05.cell}}},
               {"calibration", cal},
+              {"ambiguity_groups",
+               {{"adapt", o.adapt},
+                {"opened", groups},
+                {"localized", settled},
+                {"localized_right", settled_right},
+                {"to_localize_median_s", num(median(to_localize))},
+                {"to_localize_p90_s", num(p90)},
+                {"focused_plans", focus_plans}}},
               {"loss_estimates",
                {{"count", rel.size()},
                 {"within_20pct", within},

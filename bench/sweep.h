@@ -25,6 +25,11 @@ struct SweepOptions {
   std::string json_out;           // cells and summary
   std::string runs_out;           // one JSON line per run
   bool quiet = false;             // no per-run progress on stderr
+  // The closed loop: after every pass the engine's unsettled links
+  // (analyzer/unsettled.h) get flows (planner::focusPlan), which the
+  // simulated agents run from the next window on, as agents fetch the
+  // analyzer's plan.
+  bool adapt = false;
 };
 
 // Prints the tables to stdout; returns 0, or 1 when a --require-* bar is

@@ -38,6 +38,7 @@ struct AnalyzerOptions {
   double max_future_s = 60;
   size_t ingest_queue_records = server::LiveOptions{}.queue_records;
   size_t recent_incidents = server::LiveOptions{}.recent_incidents;
+  size_t focus_links = server::LiveOptions{}.focus_links;
   analyzer::EngineConfig engine;
   uint64_t plan_seed = 1;
   std::string tls_cert, tls_key, tls_ca;
@@ -116,6 +117,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.live.max_future_s = o.max_future_s;
   d.live.queue_records = o.ingest_queue_records;
   d.live.recent_incidents = o.recent_incidents;
+  d.live.focus_links = o.focus_links;
   d.live.budget.probes_per_second = o.probe_rate;
   d.live.sizing.max_probes_per_second = o.max_probe_rate;
   d.live.budget.flows_per_peer = o.flows_per_peer;
@@ -236,6 +238,12 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--plan-seed", o->plan_seed, "Seed of the probe plan's peer choice")
       ->capture_default_str();
+  cmd->add_option("--focus-links", o->focus_links,
+                  "While incidents are unlocalized (ambiguity groups, suspects below the bar), "
+                  "the served plan adds flows across up to this many of their links, between "
+                  "ports already paired; 0: always serve the base plan")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{4096}));
   auto* cert =
       cmd->add_option("--tls-cert", o->tls_cert, "TLS certificate (PEM) of the gRPC listener")
           ->check(CLI::ExistingFile);

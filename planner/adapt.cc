@@ -1,7 +1,10 @@
-// adaptPlan: add flows where path discovery saw too few flows on a link.
+// adaptPlan: add flows where path discovery saw too few flows on a link;
+// focusPlan: add flows across suspects the analyzer cannot yet tell apart.
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "planner/fabric_index.h"
 #include "planner/plan.h"
@@ -47,7 +50,9 @@ class Adapter {
         if (!fixAccess(hp, need)) result_.unfixable.push_back(d);
       } else {
         result_.thin.push_back(d);
-        if (!fixSwitchLink(d, need)) result_.unfixable.push_back(d);
+        const bool fixed =
+            o_.existing_peers_only ? fixSwitchLinkByPeers(d, need) : fixSwitchLink(d, need);
+        if (!fixed) result_.unfixable.push_back(d);
       }
     }
     for (size_t i = 0; i < result_.plan.ports.size(); ++i) {
@@ -90,6 +95,7 @@ class Adapter {
     for (const Flow& f : result_.plan.ports[slot].flows) {
       if (std::find(peers.begin(), peers.end(), f.dst) == peers.end()) peers.push_back(f.dst);
     }
+    if (peers.empty() && o_.existing_peers_only) return false;
     if (peers.empty()) {
       for (PortId q : idx_.portsAt(idx_.edgeOfPort(hp))) {
         if (q != hp) peers.push_back(q);
@@ -225,6 +231,70 @@ class Adapter {
     return expected > 0;
   }
 
+  // As fixSwitchLink, between pairs the plan has: source edge switches whose
+  // shortest paths may reach u->v (in an order hashed from (seed, link)),
+  // and those of their ports' peers that lie beyond it.
+  bool fixSwitchLinkByPeers(DirLinkId d, double need) {
+    const uint32_t su = idx_.switchIndex(topo_.dirSrcNode(d));
+    const uint32_t sv = idx_.switchIndex(topo_.dirDstNode(d));
+    const uint64_t base = hashCombine(result_.plan.seed, d);
+    std::vector<std::pair<uint64_t, uint32_t>> srcs;
+    for (uint32_t e = 0; e < idx_.edgeCount(); ++e) {
+      if (idx_.portsAt(e).empty() || idx_.distance(e, su) == FabricIndex::kUnreachable) continue;
+      srcs.push_back({hashCombine(base, e), e});
+    }
+    std::sort(srcs.begin(), srcs.end());
+    struct Pair {
+      uint32_t slot;
+      PortId dst;
+      double share;
+    };
+    std::vector<Pair> pairs;
+    std::vector<std::pair<uint32_t, double>> share_of;  // (dst edge, share) from this source edge
+    for (auto [h, se] : srcs) {
+      if (pairs.size() >= 64) break;
+      const uint8_t to_u = idx_.distance(se, su);
+      share_of.clear();
+      for (PortId p : idx_.portsAt(se)) {
+        const uint32_t slot = port_slot_[p];
+        if (slot == kNone) continue;
+        PortId last = kNone;
+        for (const Flow& f : result_.plan.ports[slot].flows) {
+          if (f.dst == last) continue;  // flows are grouped by peer
+          last = f.dst;
+          const uint32_t de = idx_.edgeOfPort(f.dst);
+          if (de == kNone || de == se) continue;
+          const uint8_t du = idx_.distance(de, su), dv = idx_.distance(de, sv);
+          const auto row = idx_.distanceRow(de);
+          if (du == FabricIndex::kUnreachable || dv + 1u != du ||
+              to_u + row[su] != row[idx_.edgeSwitch(se)]) {
+            continue;
+          }
+          auto it = std::find_if(share_of.begin(), share_of.end(),
+                                 [de](const auto& x) { return x.first == de; });
+          if (it == share_of.end()) {
+            share_of.push_back({de, pairShare(idx_.edgeSwitch(se), de, d)});
+            it = share_of.end() - 1;
+          }
+          if (it->second > 0) pairs.push_back({slot, f.dst, it->second});
+        }
+      }
+    }
+    if (pairs.empty()) return false;
+    double expected = 0;
+    bool progress = true;
+    while (expected < need && progress) {
+      progress = false;
+      for (const Pair& pr : pairs) {
+        if (expected >= need) break;
+        if (!hasRoom(pr.slot) || !addFlow(pr.slot, pr.dst)) continue;
+        expected += pr.share;
+        progress = true;
+      }
+    }
+    return expected > 0;
+  }
+
   const FabricIndex& idx_;
   const Topology& topo_;
   const AdaptOptions& o_;
@@ -251,6 +321,24 @@ AdaptResult adaptPlan(const topology::Topology& topo, const Plan& plan,
                       const AdaptOptions& options) {
   FabricIndex idx(topo, constraints);
   return adaptPlan(idx, plan, observed_flows, options);
+}
+
+AdaptResult focusPlan(const FabricIndex& index, const Plan& plan,
+                      std::span<const DirLinkId> suspects, AdaptOptions options) {
+  // A suspect is a link with no flow seen on it; every other link has plenty.
+  std::vector<uint32_t> observed(index.topology().dirLinkCount(), UINT32_MAX);
+  for (DirLinkId d : suspects) {
+    if (d < observed.size()) observed[d] = 0;
+  }
+  options.existing_peers_only = true;
+  return adaptPlan(index, plan, observed, options);
+}
+
+AdaptResult focusPlan(const topology::Topology& topo, const Plan& plan,
+                      const Constraints& constraints, std::span<const DirLinkId> suspects,
+                      const AdaptOptions& options) {
+  FabricIndex idx(topo, constraints);
+  return focusPlan(idx, plan, suspects, options);
 }
 
 }  // namespace netdiag::planner

@@ -103,6 +103,8 @@ class FabricIndex {
 Plan makePlan(const FabricIndex& index, const Budget& budget, uint64_t seed);
 AdaptResult adaptPlan(const FabricIndex& index, const Plan& plan,
                       std::span<const uint32_t> observed_flows, const AdaptOptions& options = {});
+AdaptResult focusPlan(const FabricIndex& index, const Plan& plan,
+                      std::span<const DirLinkId> suspects, AdaptOptions options = {});
 // Peers per host port the planner uses for a budget with peers == 0.
 int derivePeers(const FabricIndex& index, const Budget& budget);
 

@@ -97,6 +97,12 @@ struct AdaptOptions {
   // its probe rate (the budget); added flows lower its per-flow rate, which
   // never goes below kMinProbesPerSecondPerFlow.
   int max_added_flows_per_port = 16;
+  // Add flows only between ports the plan already pairs (a new UDP source
+  // port towards a peer the source has). A responder answers only the
+  // sources its own plan lists, and agents fetch plans at different times,
+  // so a flow to a new peer would lose every probe until that peer's agent
+  // caught up: loss the analyzer would blame on the fabric.
+  bool existing_peers_only = false;
 };
 
 struct AdaptResult {
@@ -113,6 +119,21 @@ struct AdaptResult {
 // crossing flows reaches min_flows x safety (within the per-port cap).
 AdaptResult adaptPlan(const topology::Topology& topo, const Plan& plan,
                       const Constraints& constraints, std::span<const uint32_t> observed_flows,
+                      const AdaptOptions& options = {});
+
+// ---- breaking ties between suspects ----------------------------------------
+
+// When the analyzer cannot yet tell some directed links apart (an ambiguity
+// group), or holds a suspect below its paging bar, more distinct flows
+// across each of them give it flows that cross one member and not another
+// (and, where path discovery works, paths that say which) and more probes
+// on the suspect. Adds flows to `plan` as adaptPlan does for a link on which
+// no flow was seen, within each port's budget (added flows share the port's
+// probe rate) and options.max_added_flows_per_port, between ports the plan
+// already pairs (existing_peers_only is implied). `result.thin` lists the
+// suspects that are up and plannable. The plan's version is plan.version + 1.
+AdaptResult focusPlan(const topology::Topology& topo, const Plan& plan,
+                      const Constraints& constraints, std::span<const DirLinkId> suspects,
                       const AdaptOptions& options = {});
 
 }  // namespace netdiag::planner

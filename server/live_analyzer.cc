@@ -135,9 +135,9 @@ struct LiveAnalyzer::Impl {
   const LiveOptions options;
   const proto::Resolver resolver;
   const Authority authority;
-  planner::Plan plan;
+  planner::Plan plan;  // the base plan
   planner::Sizing sizing;
-  std::vector<proto::Inbound> inbound;  // who probes each node under `plan`
+  std::unique_ptr<planner::FabricIndex> index;  // of `topo`, for focused plans
   std::function<double()> clock;
   IngestQueue queue;  // thread-safe itself
   std::shared_ptr<prometheus::Registry> registry;
@@ -163,9 +163,44 @@ struct LiveAnalyzer::Impl {
   mutable std::mutex reader_mu;
   mutable std::optional<store::Database> reader;
 
-  // ---- served plans, built on first request
+  // ---- the served plan: the base, or the base focused on the snapshot's
+  // unsettled links; made again (on the requesting thread, never the
+  // engine's) when those change, and each agent's share built on request
   std::mutex plans_mu;
+  planner::Plan served;
+  std::vector<topology::DirLinkId> served_focus;
+  size_t served_added = 0;
+  uint64_t next_version = 1;
+  std::vector<proto::Inbound> inbound;  // who probes each node under `served`
   std::unordered_map<topology::NodeId, v1::AgentPlan> plans;
+
+  // Brings `served` up to the snapshot's unsettled links. plans_mu held.
+  void refreshServedLocked() {
+    std::vector<topology::DirLinkId> focus;
+    if (options.focus_links > 0) {
+      focus = analyzer::unsettledLinks(snapshot()->report.incidents, options.focus_links);
+    }
+    if (focus == served_focus && served.version != 0) return;
+    planner::AdaptResult a;
+    if (focus.empty()) {
+      a.plan = plan;
+    } else {
+      a = planner::focusPlan(*index, plan, focus);
+    }
+    served = std::move(a.plan);
+    served.version = next_version++;
+    served_focus = std::move(focus);
+    served_added = a.flows_added;
+    inbound = proto::inboundByNode(topo, served);
+    plans.clear();
+    if (options.log && served.version > 1) {
+      options.log("plan version " + std::to_string(served.version) + ": " +
+                  (served_focus.empty() ? std::string("the base plan (no unsettled links)")
+                                        : std::to_string(served_added) + " flow(s) added across " +
+                                              std::to_string(served_focus.size()) +
+                                              " link(s) of unlocalized incidents"));
+    }
+  }
 
   // ---- the published snapshot: swapped under `snap_mu`, never modified
   mutable std::mutex snap_mu;
@@ -550,14 +585,15 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
     if (error) *error = "the ingest queue must hold at least one record";
     return nullptr;
   }
-  planner::SizedPlan sized = planner::sizePlan(planner::FabricIndex(topo, {}), options.budget,
-                                               options.plan_seed, options.sizing, 0);
+  auto index = std::make_unique<planner::FabricIndex>(topo, planner::Constraints{});
+  planner::SizedPlan sized =
+      planner::sizePlan(*index, options.budget, options.plan_seed, options.sizing, 0);
   options.engine.expected_flows = sized.plan.flowCount();
   auto impl =
       std::make_unique<Impl>(topo, std::move(options), std::move(registry), std::move(clock));
   impl->plan = std::move(sized.plan);
   impl->sizing = sized.sizing;
-  impl->inbound = proto::inboundByNode(topo, impl->plan);
+  impl->index = std::move(index);
   Impl& m = *impl;
   if (!m.options.db_path.empty()) {
     auto opened = store::openAndMigrate(m.options.db_path);
@@ -771,14 +807,22 @@ std::optional<v1::AgentPlan> LiveAnalyzer::plan(const std::string& agent, std::s
     return std::nullopt;
   }
   std::lock_guard lk(m.plans_mu);
+  m.refreshServedLocked();
   auto it = m.plans.find(*node);
   if (it == m.plans.end()) {
     it = m.plans
-             .emplace(*node, proto::agentPlan(m.topo, m.plan, *node, m.options.responder_port,
+             .emplace(*node, proto::agentPlan(m.topo, m.served, *node, m.options.responder_port,
                                               m.options.dscp, &m.inbound[*node]))
              .first;
   }
   return it->second;
+}
+
+LiveAnalyzer::ServedPlan LiveAnalyzer::servedPlan() {
+  Impl& m = *impl_;
+  std::lock_guard lk(m.plans_mu);
+  m.refreshServedLocked();
+  return {m.served.version, m.served_focus, m.served_added};
 }
 
 SnapshotPtr LiveAnalyzer::snapshot() const { return impl_->snapshot(); }

@@ -29,6 +29,7 @@
 #include <prometheus/registry.h>
 
 #include "analyzer/engine.h"
+#include "analyzer/unsettled.h"
 #include "exporter/analyzer_metrics.h"
 #include "netdiag/v1/collector.pb.h"
 #include "planner/plan.h"
@@ -46,6 +47,12 @@ struct LiveOptions {
   // coverage target needs it (planner/sizing.h).
   planner::SizingOptions sizing;
   uint64_t plan_seed = 1;
+  // While incidents are open and unlocalized (ambiguity groups, suspects
+  // below the bar), the served plan adds flows across up to this many of
+  // their links (planner::focusPlan, between pairs the plan already has),
+  // under a new version; agents pick it up at their next plan refresh.
+  // 0: always serve the base plan.
+  size_t focus_links = analyzer::kMaxUnsettledLinks;
   uint32_t responder_port = 7601;
   uint32_t dscp = 0;
   size_t dedup_window = 4096;  // seqs remembered above each agent epoch's floor
@@ -165,6 +172,14 @@ class LiveAnalyzer {
 
   // How the served plan's rate was sized against the coverage target.
   const planner::Sizing& planSizing() const;
+  // The plan served now: its version, and the links it focuses on (empty:
+  // the base plan).
+  struct ServedPlan {
+    uint64_t version = 0;
+    std::vector<topology::DirLinkId> focus;
+    size_t flows_added = 0;
+  };
+  ServedPlan servedPlan();
 
   // The snapshot the engine thread published last (never null).
   SnapshotPtr snapshot() const;

@@ -93,6 +93,9 @@ struct Simulator::Impl {
   bool has_busy = false;
   std::optional<planner::Plan> redrawn;  // the plan of the current epoch, when peers are re-drawn
   uint64_t epoch = 0;
+  // The plan whose flows are in `flows` (with its version and epoch).
+  const planner::Plan* playing = nullptr;
+  uint64_t playing_version = 0, playing_epoch = 0;
   std::vector<ResolvedFault> faults;
   Truth truth;
   SimStats stats;
@@ -133,6 +136,8 @@ struct Simulator::Impl {
     flow_paths = scenario.noise.path_knowledge == "flow";
     for (const ResolvedFault& f : faults) has_busy = has_busy || f.kind == "busy_host";
     flowsOf(plan);
+    playing = &plan;
+    playing_version = plan.version;
     routed_down.assign(topo.linkCount(), false);
     loss.assign(topo.dirLinkCount(), scenario.noise.background_loss);
     latency_us.assign(topo.dirLinkCount(), 0);
@@ -159,21 +164,27 @@ struct Simulator::Impl {
 
   // Peers re-drawn every `redraw_s`: epoch k > 0 plays the plan drawn with
   // a seed derived from (plan seed, k); epoch 0 is the given plan. The epoch
-  // of a window is that of its start.
+  // of a window is that of its start. options.plan_at may replace either.
   void updatePlan(double a) {
-    if (scenario.redraw_s <= 0) return;
-    // A tiny redraw_s makes the quotient beyond uint64 (a cast would be
-    // undefined); epochs that far apart are all "new" anyway.
-    const double k = std::floor((a - scenario.start) / scenario.redraw_s);
-    const auto e = k < 1.8e19 ? static_cast<uint64_t>(std::max(0.0, k)) : UINT64_MAX;
-    if (e == epoch) return;
-    epoch = e;
-    if (e == 0) {
-      flowsOf(plan);
-    } else {
-      redrawn = planner::makePlan(topo, plan.budget, {}, hashKeys(plan.seed, kRedraw, e));
-      flowsOf(*redrawn);
+    if (scenario.redraw_s > 0) {
+      // A tiny redraw_s makes the quotient beyond uint64 (a cast would be
+      // undefined); epochs that far apart are all "new" anyway.
+      const double k = std::floor((a - scenario.start) / scenario.redraw_s);
+      const auto e = k < 1.8e19 ? static_cast<uint64_t>(std::max(0.0, k)) : UINT64_MAX;
+      if (e != epoch) {
+        epoch = e;
+        if (e > 0)
+          redrawn = planner::makePlan(topo, plan.budget, {}, hashKeys(plan.seed, kRedraw, e));
+      }
     }
+    const planner::Plan& base = epoch > 0 ? *redrawn : plan;
+    const planner::Plan* want = options.plan_at ? options.plan_at(base, a) : nullptr;
+    if (!want) want = &base;
+    if (want == playing && want->version == playing_version && epoch == playing_epoch) return;
+    playing = want;
+    playing_version = want->version;
+    playing_epoch = epoch;
+    flowsOf(*want);
     reroute();
   }
 

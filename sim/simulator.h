@@ -10,6 +10,7 @@
 // so results do not depend on iteration order.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -26,6 +27,12 @@ struct SimOptions {
   uint64_t seed = 1;
   // The switches' ECMP hash seed; hosts (and the analyzer) never learn it.
   uint64_t ecmp_seed = 0x5eed;
+  // A closed loop: the plan the agents run from window start `t` on, given
+  // the plan they would run without it (the scenario's, or that epoch's when
+  // peers are re-drawn); nullptr keeps that one. Asked at every window
+  // start; the simulator switches when the answer's address or version
+  // changes. A bench sets it to serve the analyzer's adapted plan.
+  std::function<const planner::Plan*(const planner::Plan& base, double t)> plan_at = nullptr;
 };
 
 struct SimStats {

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "planner/coverage.h"
@@ -68,6 +70,47 @@ TEST(Adapt, DrainedLinksAreNotThin) {
   AdaptResult a = adaptPlan(t, plan, c, observed);
   EXPECT_TRUE(a.thin.empty());
   EXPECT_EQ(a.flows_added, 0u);
+}
+
+TEST(Focus, AddsFlowsAcrossEveryMemberOfAGroup) {
+  Topology t =
+      topology::generateLeafSpine({.spines = 2, .leaves = 4, .hosts_per_leaf = 4, .parallel = 2});
+  Plan plan = makePlan(t, {}, {}, 1);
+  CoverageReport before = computeCoverage(t, plan, {});
+  // Two parallel uplinks of one leaf to one spine: flows with unknown paths
+  // can't tell them apart; more distinct flows across both can.
+  std::vector<DirLinkId> group;
+  for (DirLinkId d = 0; d < t.dirLinkCount(); ++d) {
+    if (t.node(t.dirSrcNode(d)).name == "leaf1" && t.node(t.dirDstNode(d)).name == "spine1")
+      group.push_back(d);
+  }
+  ASSERT_EQ(group.size(), 2u);
+  AdaptResult a = focusPlan(t, plan, {}, group);
+  EXPECT_EQ(a.plan.version, plan.version + 1);
+  EXPECT_EQ(a.thin, group);
+  EXPECT_TRUE(a.unfixable.empty());
+  CoverageReport after = computeCoverage(t, a.plan, {});
+  for (DirLinkId d : group) {
+    EXPECT_GE(after.flows[d] - before.flows[d], 12 - 1e-9) << t.dirLinkName(d);
+  }
+  // Only flows are added, each between ports the plan already paired (no
+  // responder meets a new source), and each port keeps its budget.
+  EXPECT_EQ(commonFlows(plan, a.plan), plan.flowCount());
+  for (size_t i = 0; i < plan.ports.size(); ++i) {
+    for (const Flow& f : a.plan.ports[i].flows) {
+      EXPECT_TRUE(std::any_of(plan.ports[i].flows.begin(), plan.ports[i].flows.end(),
+                              [&](const Flow& g) { return g.dst == f.dst; }))
+          << t.portRef(plan.ports[i].src) << " -> " << t.portRef(f.dst);
+    }
+  }
+  for (const PortPlan& pp : a.plan.ports) {
+    EXPECT_LE(pp.probes_per_second_per_flow * static_cast<double>(pp.flows.size()),
+              plan.budget.probes_per_second + 1e-9);
+  }
+  // No suspect: the same flows.
+  AdaptResult none = focusPlan(t, plan, {}, {});
+  EXPECT_EQ(none.flows_added, 0u);
+  EXPECT_EQ(none.plan.flowCount(), plan.flowCount());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "analyzer/persist.h"
 #include "collector/uplink.h"
 #include "planner/plan.h"
 #include "proto/convert.h"
@@ -30,6 +32,7 @@
 #include "server/sim_agents.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "store/migrations.h"
 #include "topology/generators.h"
 
 namespace netdiag::server {
@@ -202,6 +205,81 @@ TEST(Plan, ServesTheRateTheCoverageTargetNeedsWithinTheCap) {
     EXPECT_NEAR(plan->probes_per_second_per_flow() * plan->flows_size(), s.served_probes_per_second,
                 1e-6);
   }
+}
+
+TEST(Plan, FocusesOnTheLinksOfAnUnlocalizedIncidentUntilItCloses) {
+  topology::Topology topo = topology::generateLeafSpine(
+      {.spines = 2, .leaves = 4, .hosts_per_leaf = 4, .nics_per_host = 1, .parallel = 2});
+  // Two parallel uplinks of leaf1 to spine1 the evidence could not tell
+  // apart, left open by an earlier run.
+  std::vector<topology::DirLinkId> group;
+  for (topology::DirLinkId d = 0; d < topo.dirLinkCount(); ++d) {
+    if (topo.node(topo.dirSrcNode(d)).name == "leaf1" &&
+        topo.node(topo.dirDstNode(d)).name == "spine1")
+      group.push_back(d);
+  }
+  ASSERT_EQ(group.size(), 2u);
+  TempDir dir;
+  const std::string db = dir.file("netdiag.db");
+  {
+    auto opened = store::openAndMigrate(db);
+    ASSERT_TRUE(opened) << opened.message();
+    analyzer::Incident i;
+    i.id = "inc-7";
+    i.kind = analyzer::IncidentKind::kLinkLoss;
+    i.link = group[0];
+    i.opened_at = 1000;
+    i.confidence = 0.5;
+    i.candidates = {{.link = group[1]}};
+    ASSERT_TRUE(store::upsertIncidents(*opened, {analyzer::toRow(topo, i, 1000)}));
+  }
+  auto flowsOf = [&](LiveAnalyzer& a) {
+    std::map<std::string, std::set<std::string>> peers;  // per source port
+    size_t flows = 0;
+    for (topology::NodeId n = 0; n < topo.nodeCount(); ++n) {
+      if (!topo.node(n).isHost()) continue;
+      std::string error;
+      auto p = a.plan(topo.node(n).name, &error);
+      EXPECT_TRUE(p) << error;
+      if (!p) continue;
+      flows += p->flows_size();
+      for (const auto& f : p->flows()) peers[f.src()].insert(f.dst());
+    }
+    return std::pair{flows, peers};
+  };
+  std::atomic<double> now{1000};
+  std::string error;
+  LiveOptions o;
+  o.focus_links = 0;
+  auto base = LiveAnalyzer::create(topo, o, nullptr, wallNow, &error, nullptr);
+  ASSERT_TRUE(base) << error;
+  const auto [base_flows, base_peers] = flowsOf(*base);
+  o.focus_links = analyzer::kMaxUnsettledLinks;
+  o.db_path = db;
+  o.engine.resolve_after_s = 10;
+  auto a = LiveAnalyzer::create(
+      topo, o, nullptr, [&] { return now.load(); }, &error, nullptr);
+  ASSERT_TRUE(a) << error;
+
+  LiveAnalyzer::ServedPlan focused = a->servedPlan();
+  std::sort(group.begin(), group.end());
+  EXPECT_EQ(focused.focus, group);
+  EXPECT_GT(focused.flows_added, 0u);
+  const auto [more_flows, more_peers] = flowsOf(*a);
+  EXPECT_EQ(more_flows, base_flows + focused.flows_added);
+  EXPECT_EQ(more_peers, base_peers) << "flows only between ports already paired";
+
+  // Unseen by the evidence, the restored incident resolves: the base again,
+  // under a newer version.
+  for (double t = 1005; t <= 1030; t += 5) {
+    now = t + o.delay_s;
+    a->tick(t);
+  }
+  ASSERT_TRUE(a->snapshot()->report.incidents.at(0).resolved_at);
+  LiveAnalyzer::ServedPlan after = a->servedPlan();
+  EXPECT_GT(after.version, focused.version);
+  EXPECT_TRUE(after.focus.empty());
+  EXPECT_EQ(flowsOf(*a).first, base_flows);
 }
 
 TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {

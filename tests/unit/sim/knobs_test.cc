@@ -1,9 +1,11 @@
 // The simulator's deployment knobs the accuracy sweep varies (docs/simulator.md):
 // a busy host's noise touches every flow to and from that host and no other,
 // per-flow path knowledge holds across windows, the CRC hash family routes
-// differently but deterministically, peers are re-drawn on schedule, and the
+// differently but deterministically, peers are re-drawn on schedule (and a
+// closed loop may replace the plan), and the
 // leaf-spine with unequal parallel-link counts is a valid fabric.
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -276,6 +278,48 @@ TEST(PeerRedraw, NewPeersEveryPeriodAndTheSamePlanWithout) {
   EXPECT_NE(first, second);
   EXPECT_NE(second, pairsIn(redrawn, 120, 180));
   EXPECT_EQ(second.size(), first.size());
+}
+
+TEST(PeerRedraw, AClosedLoopPlanReplacesTheBaseFromTheWindowItIsAskedFor) {
+  Topology t = fabric(2, 8, 4);
+  Scenario s = quiet(120);
+  s.redraw_s = 60;
+  planner::Budget budget;
+  budget.peers = 2;
+  budget.flows_per_peer = 1;
+  budget.probes_per_second = 4;
+  planner::Plan plan = planner::makePlan(t, budget, {}, 5);
+  // From t = 30 on, each base plan with one more flow on its first port.
+  planner::Plan extra;
+  const planner::Plan* extended_from = nullptr;
+  uint64_t extended_seed = 0;
+  std::vector<double> asked;
+  SimOptions o;
+  o.plan_at = [&](const planner::Plan& base, double at) -> const planner::Plan* {
+    asked.push_back(at);
+    if (at < 30) return nullptr;
+    if (extended_from != &base || extended_seed != base.seed) {
+      extra = base;
+      extra.version = base.version + 1;
+      extra.ports[0].flows.push_back({extra.ports[1].src, 50000});
+      extended_from = &base;
+      extended_seed = base.seed;
+    }
+    return &extra;
+  };
+  const PortId src = plan.ports[0].src;
+  std::vector<double> windows;  // starts of the added flow's windows
+  for (const ProbeRecord& p : simulate(t, s, plan, o)) {
+    if (p.src == src && p.flow == 50000) windows.push_back(p.t - p.window_s);
+  }
+  ASSERT_FALSE(asked.empty());
+  EXPECT_TRUE(std::is_sorted(asked.begin(), asked.end()));
+  ASSERT_FALSE(windows.empty());
+  EXPECT_GE(*std::min_element(windows.begin(), windows.end()), 30 - 1e-9);
+  // Into the second epoch too: the redrawn base is extended again.
+  EXPECT_GT(*std::max_element(windows.begin(), windows.end()), 60);
+  // Without the hook, the same run has no such flow.
+  for (const ProbeRecord& p : simulate(t, s, plan)) EXPECT_NE(p.flow, 50000u);
 }
 
 TEST(Fabric, LeafSpineWithUnequalParallelLinksValidatesAndRoundTrips) {
