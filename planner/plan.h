@@ -99,9 +99,10 @@ struct AdaptOptions {
   int max_added_flows_per_port = 16;
   // Add flows only between ports the plan already pairs (a new UDP source
   // port towards a peer the source has). A responder answers only the
-  // sources its own plan lists, and agents fetch plans at different times,
-  // so a flow to a new peer would lose every probe until that peer's agent
-  // caught up: loss the analyzer would blame on the fabric.
+  // sources its own plan lists, so an agent starts a flow towards a peer it
+  // did not probe before only a grace period (2 x plan_refresh) after the
+  // plan, when that peer has the plan that admits it; between ports already
+  // paired the flows start at once.
   bool existing_peers_only = false;
 };
 
