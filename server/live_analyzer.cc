@@ -14,6 +14,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <prometheus/gauge.h>
+
 #include "analyzer/persist.h"
 #include "planner/fabric_index.h"
 #include "proto/convert.h"
@@ -173,6 +175,8 @@ struct LiveAnalyzer::Impl {
   uint64_t next_version = 1;
   std::vector<proto::Inbound> inbound;  // who probes each node under `served`
   std::unordered_map<topology::NodeId, v1::AgentPlan> plans;
+  // netdiag_plan_version, _focus_links, _focus_flows_added (with a registry)
+  prometheus::Gauge *g_plan_version = nullptr, *g_focus_links = nullptr, *g_focus_flows = nullptr;
 
   // Brings `served` up to the snapshot's unsettled links. plans_mu held.
   void refreshServedLocked() {
@@ -193,6 +197,11 @@ struct LiveAnalyzer::Impl {
     served_added = a.flows_added;
     inbound = proto::inboundByNode(topo, served);
     plans.clear();
+    if (g_plan_version) {
+      g_plan_version->Set(static_cast<double>(served.version));
+      g_focus_links->Set(static_cast<double>(served_focus.size()));
+      g_focus_flows->Set(static_cast<double>(served_added));
+    }
     if (options.log && served.version > 1) {
       options.log("plan version " + std::to_string(served.version) + ": " +
                   (served_focus.empty() ? std::string("the base plan (no unsettled links)")
@@ -623,8 +632,20 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
   if (m.registry) {
     m.metrics = std::make_unique<exporter::AnalyzerMetrics>(m.registry, topo, m.options.metrics);
     m.ingest_metrics = std::make_unique<IngestMetrics>(*m.registry);
+    auto gauge = [&](const char* name, const char* help) {
+      return &prometheus::BuildGauge().Name(name).Help(help).Register(*m.registry).Add({});
+    };
+    m.g_plan_version = gauge("netdiag_plan_version", "Version of the probe plan served to agents");
+    m.g_focus_links = gauge("netdiag_plan_focus_links",
+                            "Links of unlocalized incidents the served plan adds flows across");
+    m.g_focus_flows =
+        gauge("netdiag_plan_focus_flows_added", "Flows the served plan adds across those links");
   }
   m.publish();  // restored incidents are served before the first tick
+  {
+    std::lock_guard lk(m.plans_mu);
+    m.refreshServedLocked();  // and focused on, with its metrics set
+  }
   m.thread = std::thread([&m] { m.run(); });
   return std::unique_ptr<LiveAnalyzer>(new LiveAnalyzer(std::move(impl)));
 }

@@ -257,8 +257,15 @@ TEST(Plan, FocusesOnTheLinksOfAnUnlocalizedIncidentUntilItCloses) {
   o.focus_links = analyzer::kMaxUnsettledLinks;
   o.db_path = db;
   o.engine.resolve_after_s = 10;
+  auto registry = std::make_shared<prometheus::Registry>();
   auto a = LiveAnalyzer::create(
-      topo, o, nullptr, [&] { return now.load(); }, &error, nullptr);
+      topo, o, registry, [&] { return now.load(); }, &error, nullptr);
+  auto gauge = [&](const std::string& name) {
+    for (const auto& family : registry->Collect()) {
+      if (family.name == name && !family.metric.empty()) return family.metric[0].gauge.value;
+    }
+    return -1.0;
+  };
   ASSERT_TRUE(a) << error;
 
   LiveAnalyzer::ServedPlan focused = a->servedPlan();
@@ -268,6 +275,9 @@ TEST(Plan, FocusesOnTheLinksOfAnUnlocalizedIncidentUntilItCloses) {
   const auto [more_flows, more_peers] = flowsOf(*a);
   EXPECT_EQ(more_flows, base_flows + focused.flows_added);
   EXPECT_EQ(more_peers, base_peers) << "flows only between ports already paired";
+  EXPECT_EQ(gauge("netdiag_plan_version"), static_cast<double>(focused.version));
+  EXPECT_EQ(gauge("netdiag_plan_focus_links"), 2);
+  EXPECT_EQ(gauge("netdiag_plan_focus_flows_added"), static_cast<double>(focused.flows_added));
 
   // Unseen by the evidence, the restored incident resolves: the base again,
   // under a newer version.
@@ -280,6 +290,7 @@ TEST(Plan, FocusesOnTheLinksOfAnUnlocalizedIncidentUntilItCloses) {
   EXPECT_GT(after.version, focused.version);
   EXPECT_TRUE(after.focus.empty());
   EXPECT_EQ(flowsOf(*a).first, base_flows);
+  EXPECT_EQ(gauge("netdiag_plan_focus_links"), 0);
 }
 
 TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
