@@ -173,6 +173,7 @@ struct LiveAnalyzer::Impl {
   std::vector<topology::DirLinkId> served_focus;
   size_t served_added = 0;
   uint64_t next_version = 1;
+  SnapshotPtr focus_of;                 // the snapshot `served_focus` was taken from
   std::vector<proto::Inbound> inbound;  // who probes each node under `served`
   std::unordered_map<topology::NodeId, v1::AgentPlan> plans;
   // netdiag_plan_version, _focus_links, _focus_flows_added (with a registry)
@@ -180,9 +181,12 @@ struct LiveAnalyzer::Impl {
 
   // Brings `served` up to the snapshot's unsettled links. plans_mu held.
   void refreshServedLocked() {
+    SnapshotPtr now = snapshot();
+    if (now == focus_of && served.version != 0) return;  // the same pass: nothing new
+    focus_of = now;
     std::vector<topology::DirLinkId> focus;
     if (options.focus_links > 0) {
-      focus = analyzer::unsettledLinks(snapshot()->report.incidents, options.focus_links);
+      focus = analyzer::unsettledLinks(now->report.incidents, options.focus_links);
     }
     if (focus == served_focus && served.version != 0) return;
     planner::AdaptResult a;
