@@ -130,7 +130,7 @@ struct Engine::Impl {
     } else if (!h.alt_name.empty()) {
       ev.ruled_out = Evidence::RuledOut{h.alt_name, h.alt_llr, "explains less of the evidence"};
     }
-    f.confidence = h.confidence;
+    f.confidence = withNoFault(h.confidence, c.llr, page_bar, cfg.page_confidence);
     f.loss_ratio = h.loss;
     f.loss_interval = h.loss_interval;
     const bool strong =
@@ -173,7 +173,8 @@ struct Engine::Impl {
       Finding f;
       f.kind = IncidentKind::kLinkLatency;
       // z standard scores of a mean are a log-likelihood ratio of z^2 / 2.
-      f.confidence = posterior(s.z * s.z / 2, log_m, -INFINITY);
+      const double alt_only = posterior(s.z * s.z / 2, log_m, -INFINITY);
+      f.confidence = withNoFault(alt_only, s.z * s.z / 2, page_bar, cfg.page_confidence);
       f.loss_ratio = 0;
       f.evidence.method = "excess round-trip time over same-length paths, explained away";
       f.evidence.summary = topo.dirLinkName(s.link) + ": flows crossing it are " +
@@ -181,7 +182,7 @@ struct Engine::Impl {
       f.evidence.added_latency_us = s.added_us;
       f.evidence.z = s.z;
       f.evidence.records = s.records;
-      f.strength = f.confidence >= cfg.page_confidence && s.z * s.z / 2 >= page_bar
+      f.strength = alt_only >= cfg.page_confidence && s.z * s.z / 2 >= page_bar
                        ? Finding::Strength::kStrong
                        : Finding::Strength::kWeak;
       incidents.observe(key, f, now);

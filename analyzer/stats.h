@@ -134,4 +134,17 @@ inline double posterior(double llr, double log_m, double alt_llr) {
   return 1.0 / (1.0 + against);
 }
 
+// The confidence an incident states: that posterior with one more
+// explanation beside the named ones, "no fault here" (noise, or a fault the
+// model does not see). Its odds come from the paging bar: evidence at the
+// bar leaves it the odds the paging confidence allows, (1 - p) / p, and
+// each nat short of the bar multiplies them by e. So a suspect below the
+// bar says how far short it is, not how well it beats its alternatives.
+inline double withNoFault(double posterior_alt, double llr, double bar, double page_confidence) {
+  const double against = 1.0 / std::max(posterior_alt, 1e-300) - 1.0;
+  const double no_fault =
+      std::exp(std::min(bar - llr, 700.0)) * (1 - page_confidence) / page_confidence;
+  return 1.0 / (1.0 + against + no_fault);
+}
+
 }  // namespace netdiag::analyzer

@@ -242,6 +242,7 @@ struct CalPoint {
   double confidence;
   bool right;
   bool positive;
+  std::string incident;  // "kind target", for --runs
 };
 
 struct LossPoint {
@@ -395,7 +396,8 @@ RunResult runDraw(const Draw& d, bool adapt) {
   for (const auto& fp : as_if.false_positives) wrong.insert(fp.incident_id);
   for (const auto& inc : report->incidents) {
     if (!inc.confidence) continue;
-    out.cal.push_back({*inc.confidence, !wrong.contains(inc.id), inc.isPositive()});
+    out.cal.push_back({*inc.confidence, !wrong.contains(inc.id), inc.isPositive(),
+                       inc.kind + " " + (inc.link.empty() ? inc.node : inc.link)});
   }
   std::set<std::string> false_pages;
   for (const auto& fp : out.score.false_positives) false_pages.insert(fp.incident_id);
@@ -787,6 +789,14 @@ int runSweep(const SweepOptions& o) {
                        {"netdiag_ttl", row.ttl ? json(*row.ttl) : json(nullptr)},
                        {"losses", row.oracle.losses}});
       }
+      json claimed = json::array();  // the incidents that claimed 0.9 or more
+      for (const CalPoint& c : r.cal) {
+        if (c.confidence >= 0.9)
+          claimed.push_back({{"confidence", c.confidence},
+                             {"right", c.right},
+                             {"localized", c.positive},
+                             {"incident", c.incident}});
+      }
       json loss = json::array();
       for (const LossPoint& p : r.loss) {
         loss.push_back({{"link", p.link},
@@ -808,7 +818,8 @@ int runSweep(const SweepOptions& o) {
                 {"groups", r.groups},
                 {"misses", misses},
                 {"oracle", orc},
-                {"loss", loss}}
+                {"loss", loss},
+                {"calibration", claimed}}
                .dump()
         << '\n';
     }
