@@ -97,6 +97,10 @@ class Explainer {
   void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   void somePathsDead(Hypothesis& h);
   void deadOnUnseenStretch(Hypothesis& h);
+  std::vector<DirLinkId> carriersOf(const std::vector<uint32_t>& dead, bool certain,
+                                    bool doubt_cache,
+                                    const std::function<bool(DirLinkId)>& keep) const;
+  static bool joinGroup(Hypothesis& h, const std::vector<DirLinkId>& links);
   const std::unordered_set<DirLinkId>& slowLinks();
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
@@ -911,6 +915,53 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
 // hypothesis at its rate). When the mixture fits better by ln 99 nats, the
 // host is not the explanation alone: the links that could have carried the
 // dead flows join its group, and it does not page.
+// The links that could have carried (nearly, 90 %) every one of the dead
+// segments `dead`: certainly (when `certain`) or on an unseen stretch
+// (remembered paths count as unseen when `doubt_cache`), among those `keep`
+// accepts, strongest first by the share they carried.
+std::vector<DirLinkId> Explainer::carriersOf(const std::vector<uint32_t>& dead, bool certain,
+                                             bool doubt_cache,
+                                             const std::function<bool(DirLinkId)>& keep) const {
+  std::unordered_map<DirLinkId, std::pair<double, double>> carried;  // windows, weight
+  for (uint32_t i : dead) {
+    std::unordered_map<DirLinkId, double> here;
+    if (certain) {
+      for (DirLinkId d : ev_.lossy().linksOf(segs_[i])) here[d] = 1;
+    }
+    for (const Middle& mid : segs_[i].middle) {
+      if (mid.known() && !(doubt_cache && mid.cached && mid.from != mid.to)) continue;
+      for (auto [link, share] : ev_.shares().linksOn(mid.from, mid.to)) {
+        here[link] = std::max(here[link], share);
+      }
+    }
+    for (auto [d, w] : here) {
+      carried[d].first += 1;
+      carried[d].second += w;
+    }
+  }
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (auto [d, cw] : carried) {
+    if (cw.first >= 0.9 * static_cast<double>(dead.size()) && keep(d))
+      ranked.emplace_back(-cw.second, d);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<DirLinkId> out;
+  for (const auto& [w, d] : ranked) out.push_back(d);
+  return out;
+}
+
+// Adds the strongest of `links` (at most 8) to the hypothesis's group;
+// false when there is none.
+bool Explainer::joinGroup(Hypothesis& h, const std::vector<DirLinkId>& links) {
+  constexpr size_t kMaxDeadLinks = 8;
+  for (size_t j = 0; j < links.size() && j < kMaxDeadLinks; ++j) {
+    const Key k{Key::kLink, links[j]};
+    if (std::find(h.candidates.begin(), h.candidates.end(), k) == h.candidates.end())
+      h.candidates.push_back(k);
+  }
+  return !links.empty();
+}
+
 void Explainer::somePathsDead(Hypothesis& h) {
   const NodeId host = h.key.id;
   const auto list = node_segs_.find(host);
@@ -953,33 +1004,15 @@ void Explainer::somePathsDead(Hypothesis& h) {
   // link explains them all, where a link that carried one source's flows
   // only would need a fault for each source. Not the host's own access
   // links: they carry its clean windows too.
-  std::unordered_map<DirLinkId, std::pair<double, double>> carried;  // windows, weight
+  std::vector<uint32_t> dead_segs;
   for (uint32_t i : used) {
-    if (segs_[i].k < segs_[i].n) continue;
-    std::unordered_map<DirLinkId, double> here;
-    for (DirLinkId d : ev_.lossy().linksOf(segs_[i])) here[d] = 1;
-    for (const Middle& mid : segs_[i].middle) {
-      if (mid.known()) continue;
-      for (auto [link, share] : ev_.shares().linksOn(mid.from, mid.to)) {
-        here[link] = std::max(here[link], share);
-      }
-    }
-    for (auto [d, w] : here) {
-      if (topo_.dirDstNode(d) == host || topo_.dirSrcNode(d) == host) continue;
-      carried[d].first += 1;
-      carried[d].second += w;
-    }
+    if (segs_[i].k >= segs_[i].n) dead_segs.push_back(i);
   }
-  std::vector<std::pair<double, DirLinkId>> ranked;
-  for (auto [d, cw] : carried) {
-    if (cw.first >= 0.9 * dead) ranked.emplace_back(-cw.second, d);
-  }
-  if (ranked.empty()) return;  // no one link: several faults, or the host after all
-  std::sort(ranked.begin(), ranked.end());
-  constexpr size_t kMaxDeadLinks = 8;
-  for (size_t j = 0; j < ranked.size() && j < kMaxDeadLinks; ++j) {
-    h.candidates.push_back({Key::kLink, ranked[j].second});
-  }
+  const auto carriers = carriersOf(dead_segs, true, false, [&](DirLinkId d) {
+    return topo_.dirDstNode(d) != host && topo_.dirSrcNode(d) != host;
+  });
+  // No one link: several faults, or the host after all.
+  if (!joinGroup(h, carriers)) return;
   h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
   h.alt_name = "a dead link on some of the paths to " + topo_.node(host).name +
                " (flows died whole, the others were clean)";
@@ -1010,41 +1043,17 @@ void Explainer::deadOnUnseenStretch(Hypothesis& h) {
   }
   // The blackhole signature (engine.cc classifies by the same share).
   if (dead < 2 || dead_lost < 0.7 * lost) return;
-  std::unordered_map<DirLinkId, std::pair<double, double>> carried;  // windows, weight
-  for (uint32_t i : used) {
-    std::unordered_map<DirLinkId, double> here;
-    for (const Middle& mid : segs_[i].middle) {
-      // A remembered path may be stale for a flow that died: unseen too.
-      if (mid.known() && !(mid.cached && mid.from != mid.to)) continue;
-      for (auto [link, share] : ev_.shares().linksOn(mid.from, mid.to)) {
-        here[link] = std::max(here[link], share);
-      }
-    }
-    for (auto [d, w] : here) {
-      if (d == x) continue;
-      carried[d].first += 1;
-      carried[d].second += w;
-    }
-  }
   const int64_t first = bucketOf(onset, ev_.bucketWidth());
   const auto stretch = static_cast<size_t>(std::clamp<int64_t>(
       ev_.links().newestBucket() - first + 1, 1, static_cast<int64_t>(ev_.buckets())));
   const double window_probes = dead_n / dead;
-  std::vector<std::pair<double, DirLinkId>> ranked;
-  for (auto [d, cw] : carried) {
-    if (cw.first < 0.9 * dead) continue;
+  // A remembered path may be stale for a flow that died: unseen too.
+  const auto carriers = carriersOf(used, false, true, [&](DirLinkId d) {
+    if (d == x) return false;
     const Tally since = ev_.links().recent(d, stretch);
-    if (since.n - since.k >= window_probes) continue;  // it passed probes: not dead
-    ranked.emplace_back(-cw.second, d);
-  }
-  if (ranked.empty()) return;
-  std::sort(ranked.begin(), ranked.end());
-  constexpr size_t kMaxDeadLinks = 8;
-  for (size_t j = 0; j < ranked.size() && j < kMaxDeadLinks; ++j) {
-    const Key k{Key::kLink, ranked[j].second};
-    if (std::find(h.candidates.begin(), h.candidates.end(), k) == h.candidates.end())
-      h.candidates.push_back(k);
-  }
+    return since.n - since.k < window_probes;  // it passed probes: not dead
+  });
+  if (!joinGroup(h, carriers)) return;
   if (h.evidence.llr >= h.alt_llr) {
     h.alt_llr = h.evidence.llr;
     h.alt_name = "a dead link on the unseen stretch of the flows that died whole";

@@ -16,6 +16,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/unsettled.h"
 #include "bench/oracle.h"
+#include "planner/fabric_index.h"
 #include "planner/plan.h"
 #include "sim/rng.h"
 #include "sim/scenario.h"
@@ -320,6 +321,7 @@ RunResult runDraw(const Draw& d, bool adapt) {
   std::vector<topology::DirLinkId> focus;
   std::optional<planner::Plan> focused;
   const planner::Plan* focus_base = nullptr;
+  std::optional<planner::FabricIndex> index;  // built on the first focus
   opt.plan_at = [&](const planner::Plan& base, double) -> const planner::Plan* {
     if (engine.stats().passes != passes_seen) {
       passes_seen = engine.stats().passes;
@@ -338,7 +340,8 @@ RunResult runDraw(const Draw& d, bool adapt) {
     }
     if (focus.empty()) return nullptr;
     if (focus_base != &base || focus_seed != base.seed) {
-      focused = planner::focusPlan(*topo, base, {}, focus).plan;
+      if (!index) index.emplace(*topo, planner::Constraints{});
+      focused = planner::focusPlan(*index, base, focus).plan;
       focused->version = base.version + ++focus_gen;
       focus_base = &base;
       focus_seed = base.seed;

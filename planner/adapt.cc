@@ -71,6 +71,25 @@ class Adapter {
            result_.plan.ports[slot].flows.size() < max_flows_;
   }
 
+  // Round-robin over `pairs` (each with the expected `share` of a flow that
+  // crosses the link), `add` adding one flow for a pair (false: it could
+  // not), until the expected new crossing flows reach `need` or no pair can
+  // add any more. True when any flow was added.
+  template <typename Pairs, typename Add>
+  static bool roundRobin(const Pairs& pairs, double need, Add add) {
+    double expected = 0;
+    for (bool progress = true; expected < need && progress;) {
+      progress = false;
+      for (const auto& pr : pairs) {
+        if (expected >= need) break;
+        if (!add(pr)) continue;
+        expected += pr.share;
+        progress = true;
+      }
+    }
+    return expected > 0;
+  }
+
   // Adds one flow from plan slot `slot` to `dst`, on the next free source
   // port of that pair. False when the UDP port space runs out.
   bool addFlow(uint32_t slot, PortId dst) {
@@ -189,46 +208,36 @@ class Adapter {
         if (q > 0) pairs.push_back({se, de, q});
       }
     }
-    if (pairs.empty()) return false;
-    double expected = 0;
-    bool progress = true;
-    while (expected < need && progress) {
-      progress = false;
-      for (const Pair& pr : pairs) {
-        if (expected >= need) break;
-        // The source port with the fewest added flows, then the peer it
-        // already has at the destination edge switch, if any.
-        uint32_t slot = kNone;
-        for (PortId p : idx_.portsAt(pr.src_edge)) {
-          uint32_t s = port_slot_[p];
-          if (hasRoom(s) && (slot == kNone || added_[s] < added_[slot])) slot = s;
-        }
-        if (slot == kNone) continue;
-        PortId dst = kNone;
-        for (const Flow& f : result_.plan.ports[slot].flows) {
-          if (idx_.edgeOfPort(f.dst) == pr.dst_edge) {
-            dst = f.dst;
-            break;
-          }
-        }
-        if (dst == kNone) {
-          auto ports = idx_.portsAt(pr.dst_edge);
-          uint64_t key = idx_.portKey(result_.plan.ports[slot].src);
-          uint64_t best = 0;
-          for (PortId q : ports) {
-            uint64_t s = hashCombine(hashCombine(result_.plan.seed, key), idx_.portKey(q));
-            if (dst == kNone || s > best) {
-              dst = q;
-              best = s;
-            }
-          }
-        }
-        if (!addFlow(slot, dst)) continue;
-        expected += pr.share;
-        progress = true;
+    return roundRobin(pairs, need, [&](const Pair& pr) {
+      // The source port with the fewest added flows, then the peer it
+      // already has at the destination edge switch, if any.
+      uint32_t slot = kNone;
+      for (PortId p : idx_.portsAt(pr.src_edge)) {
+        uint32_t s = port_slot_[p];
+        if (hasRoom(s) && (slot == kNone || added_[s] < added_[slot])) slot = s;
       }
-    }
-    return expected > 0;
+      if (slot == kNone) return false;
+      PortId dst = kNone;
+      for (const Flow& f : result_.plan.ports[slot].flows) {
+        if (idx_.edgeOfPort(f.dst) == pr.dst_edge) {
+          dst = f.dst;
+          break;
+        }
+      }
+      if (dst == kNone) {
+        auto ports = idx_.portsAt(pr.dst_edge);
+        uint64_t key = idx_.portKey(result_.plan.ports[slot].src);
+        uint64_t best = 0;
+        for (PortId q : ports) {
+          uint64_t s = hashCombine(hashCombine(result_.plan.seed, key), idx_.portKey(q));
+          if (dst == kNone || s > best) {
+            dst = q;
+            best = s;
+          }
+        }
+      }
+      return addFlow(slot, dst);
+    });
   }
 
   // As fixSwitchLink, between pairs the plan has: source edge switches whose
@@ -280,19 +289,8 @@ class Adapter {
         }
       }
     }
-    if (pairs.empty()) return false;
-    double expected = 0;
-    bool progress = true;
-    while (expected < need && progress) {
-      progress = false;
-      for (const Pair& pr : pairs) {
-        if (expected >= need) break;
-        if (!hasRoom(pr.slot) || !addFlow(pr.slot, pr.dst)) continue;
-        expected += pr.share;
-        progress = true;
-      }
-    }
-    return expected > 0;
+    return roundRobin(pairs, need,
+                      [&](const Pair& pr) { return hasRoom(pr.slot) && addFlow(pr.slot, pr.dst); });
   }
 
   const FabricIndex& idx_;
