@@ -5,12 +5,14 @@
 // gracefully (incidents written, streams closed; agents resend what was not
 // acknowledged).
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <memory>
 #include <mutex>
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "cli/app.h"
 #include "cli/commands.h"
@@ -45,7 +47,7 @@ struct AnalyzerOptions {
   bool insecure = false;
   std::string collectors;  // --collectors FILE
   size_t accept_sim_agents = 0;
-  int grpc_max_threads = server::GrpcListenOptions{}.max_threads;
+  size_t max_agent_streams = server::DaemonOptions{}.max_agent_streams;
   double max_agent_rate = server::DaemonOptions{}.max_agent_records_per_s;
   size_t grpc_memory_quota_mib = server::GrpcListenOptions{}.memory_quota_bytes >> 20;
 };
@@ -107,7 +109,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.grpc.tls_key = o.tls_key;
   d.grpc.tls_ca = o.tls_ca;
   d.grpc.insecure = o.insecure;
-  d.grpc.max_threads = o.grpc_max_threads;
+  d.max_agent_streams = o.max_agent_streams;
   d.max_agent_records_per_s = o.max_agent_rate;
   d.grpc.memory_quota_bytes = o.grpc_memory_quota_mib << 20;
   d.live.collectors = std::move(collectors);
@@ -142,6 +144,24 @@ int runAnalyzer(const AnalyzerOptions& o) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Each agent stream is a connection, so a file descriptor: raise the soft
+  // limit towards the hard one for the streams allowed plus some headroom.
+  {
+    rlimit fds{};
+    const rlim_t want = static_cast<rlim_t>(o.max_agent_streams) + 1024;
+    if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < want) {
+      const rlim_t was = fds.rlim_cur;
+      fds.rlim_cur = std::min(want, fds.rlim_max);
+      if (setrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur > was) {
+        std::cerr << me << "open files limit raised from " << was << " to " << fds.rlim_cur << '\n';
+      }
+      if (fds.rlim_cur < want) {
+        std::cerr << me << "warning: open files limit " << fds.rlim_cur << " (hard) is below the "
+                  << o.max_agent_streams << " agent streams --max-agent-streams allows: raise it "
+                  << "(ulimit -n, LimitNOFILE=) or streams beyond it fail to connect\n";
+      }
+    }
+  }
   std::string error;
   std::vector<std::string> warnings;
   auto daemon = server::Daemon::start(topo, d, &error, &warnings);
@@ -266,11 +286,12 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "waits (back-pressure: its spool holds the rest, nothing is dropped)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--grpc-max-threads", o->grpc_max_threads,
-                  "Threads of the gRPC server; each agent stream holds one, so this also caps "
-                  "concurrent agents (docs/operations.md, Bounds)")
+  cmd->add_option("--max-agent-streams", o->max_agent_streams,
+                  "Agent streams open at most; one beyond is refused (RESOURCE_EXHAUSTED) and its "
+                  "agent backs off. Streams hold no thread; each open connection needs a file "
+                  "descriptor (docs/operations.md, Bounds)")
       ->capture_default_str()
-      ->check(CLI::Range(4, 1 << 20));
+      ->check(CLI::Range(size_t{1}, size_t{1} << 22));
   cmd->add_option("--grpc-memory-quota", o->grpc_memory_quota_mib,
                   "MiB of memory gRPC may hold for connections and messages")
       ->capture_default_str()

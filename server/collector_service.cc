@@ -1,13 +1,8 @@
 #include "server/collector_service.h"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <fstream>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -16,8 +11,6 @@
 
 namespace netdiag::server {
 namespace {
-
-constexpr size_t kLoggedErrorsPerBatch = 3;
 
 // Names from the wire or a certificate, escaped for logs and errors.
 std::string shown(const std::string& s) { return "\"" + topology::escapeForDisplay(s) + "\""; }
@@ -33,207 +26,50 @@ bool readFile(const std::string& path, std::string& out) {
 
 }  // namespace
 
-// A stream's acks, written from a thread of their own: a batch is acked only
-// once its records are in the engine (about the reorder delay later), so the
-// stream must go on reading meanwhile; the agent keeps a window of batches in
-// flight. The engine thread only queues here, never waits.
-class CollectorService::AckQueue {
- public:
-  void expect() {
-    std::lock_guard lk(mu_);
-    ++outstanding_;
-  }
-  void ready(const Header& h, BatchResult r) {
-    {
-      std::lock_guard lk(mu_);
-      ready_.emplace_back(h, std::move(r));
-    }
-    cv_.notify_all();
-  }
-  // The writer thread: `write` each ready ack until stop(); once a write
-  // fails (the stream is gone) the rest are dropped: the agent resends them.
-  template <typename Write>
-  void run(Write&& write) {
-    std::unique_lock lk(mu_);
-    bool ok = true;
-    for (;;) {
-      cv_.wait(lk, [&] { return stopped_ || !ready_.empty(); });
-      if (ready_.empty()) return;
-      auto [h, r] = std::move(ready_.front());
-      ready_.pop_front();
-      lk.unlock();
-      if (ok) ok = write(h, r);
-      lk.lock();
-      --outstanding_;
-      cv_.notify_all();
-    }
-  }
-  // Waits until every expected ack is written, or `cancelled()`.
-  template <typename Cancelled>
-  void drain(Cancelled&& cancelled) {
-    std::unique_lock lk(mu_);
-    // Bounded waits: cancellation is not signalled here.
-    while (outstanding_ > 0 && !stopped_ && !cancelled()) {
-      cv_.wait_for(lk, std::chrono::milliseconds(100));
-    }
-  }
-  // Ends run() once the acks ready now are written; later ones are dropped.
-  void stop() {
-    {
-      std::lock_guard lk(mu_);
-      stopped_ = true;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<Header, BatchResult>> ready_;
-  size_t outstanding_ = 0;
-  bool stopped_ = false;
-};
-
-void CollectorService::report(const Header& h, const BatchResult& r, const std::string& peer) {
-  if (!log_) return;
-  if (!r.authority_log.empty()) log_(r.authority_log + " (" + peer + ")");
-  const std::string batch =
-      " (" + peer + ") batch " + std::to_string(h.epoch) + "/" + std::to_string(h.seq) + ": ";
-  if (!r.errors.empty()) {
-    std::string msg =
-        "agent " + shown(h.agent) + batch + std::to_string(r.errors.size()) + " rejected";
-    if (r.future > 0) msg += " (" + std::to_string(r.future) + " from the future: clock ahead?)";
-    msg += ": ";
-    for (size_t i = 0; i < r.errors.size() && i < kLoggedErrorsPerBatch; ++i) {
-      msg += (i ? "; " : "") + r.errors[i];
-    }
-    if (r.errors.size() > kLoggedErrorsPerBatch) msg += "; ...";
-    log_(msg);
-  }
-  if (!r.warnings.empty()) {
-    log_("agent " + shown(h.agent) + batch + std::to_string(r.warnings.size()) +
-         " record(s) kept without their path, first: " + r.warnings[0]);
-  }
+void CollectorService::exportMetrics(prometheus::Registry& registry) {
+  shared_.open_gauge = &prometheus::BuildGauge()
+                            .Name("netdiag_agent_streams_open")
+                            .Help("Agent streams open now (each a gRPC stream, no thread)")
+                            .Register(registry)
+                            .Add({});
+  shared_.refused_counter =
+      &prometheus::BuildCounter()
+           .Name("netdiag_agent_streams_refused_total")
+           .Help("Agent streams refused because --max-agent-streams were open")
+           .Register(registry)
+           .Add({});
 }
 
-std::vector<std::string> peerIdentities(const grpc::ServerContext& context) {
-  std::vector<std::string> names;
-  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  if (!auth || !auth->IsPeerAuthenticated()) return names;
-  for (const char* property : {"x509_subject_alternative_name", "x509_common_name"}) {
-    for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
-      names.emplace_back(v.data(), v.size());
-    }
-  }
-  return names;
+grpc::ServerBidiReactor<v1::Batch, v1::Ack>* CollectorService::Stream(
+    grpc::CallbackServerContext* context) {
+  return new AgentStream(context, shared_);
 }
 
-grpc::Status CollectorService::Stream(grpc::ServerContext* context,
-                                      grpc::ServerReaderWriter<v1::Ack, v1::Batch>* stream) {
-  std::string agent;  // the stream's identity: known from the first batch
-  bool opened = false;
-  const std::string peer = context->peer();
-  std::vector<std::string> certified;  // under mTLS: the names the certificate gives
-  if (require_client_identity_) {
-    certified = peerIdentities(*context);
-    if (certified.empty()) {
-      if (log_) log_("stream from " + peer + " refused: no authenticated client certificate");
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "the analyzer requires a client certificate (mutual TLS)");
-    }
-  }
-  auto names = [&] {
-    std::string out;
-    for (const std::string& n : certified) out += (out.empty() ? "" : ", ") + shown(n);
-    return out;
-  };
-  auto acks = std::make_shared<AckQueue>();
-  std::thread writer([&, acks] {
-    acks->run([&](const Header& h, const BatchResult& r) {
-      report(h, r, peer);
-      // Nothing to acknowledge against; and a batch the engine never got is
-      // left for the agent to resend.
-      if (h.agent.empty() || r.not_ingested) return true;
-      v1::Ack ack;
-      ack.set_epoch(h.epoch);
-      ack.set_seq(h.seq);
-      ack.set_duplicate(r.duplicate);
-      return stream->Write(ack);
-    });
-  });
-  // Ends the stream: nothing of `batch` is ingested or acknowledged.
-  auto deny = [&](const v1::Batch& batch, const std::string& why) {
-    acks->stop();
-    writer.join();
-    std::string line = analyzer_.refuse(agent.empty() ? batch.agent() : agent, batch, why);
-    if (!line.empty() && log_) log_(line + " (" + peer + ")");
-    if (opened) analyzer_.streamClosed(agent);
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "netdiag analyzer: " + why);
-  };
-  v1::Batch batch;
-  while (stream->Read(&batch)) {
-    if (!agent.empty() && batch.agent() != agent) {
-      return deny(batch, "this stream sends as agent " + shown(agent) + "; a batch as agent " +
-                             shown(batch.agent()) + " is refused (one stream, one identity)");
-    }
-    if (agent.empty() && !batch.agent().empty()) {
-      if (require_client_identity_ &&
-          std::find(certified.begin(), certified.end(), batch.agent()) == certified.end()) {
-        return deny(batch, "the client certificate names " + names() + ", not the agent " +
-                               shown(batch.agent()) +
-                               " the stream sends as: give the agent a certificate whose SAN "
-                               "(DNS) or CN is its node name");
-      }
-      agent = batch.agent();
-      analyzer_.streamOpened(agent);
-      opened = true;
-    }
-    if (rate_.enabled()) {
-      // Over its rate: wait (cancellable) before ingesting and acknowledging.
-      const bool known =
-          analyzer_.authority().identify(batch.agent()).kind != Authority::Kind::kUnknown;
-      const size_t records = static_cast<size_t>(batch.probes_size()) +
-                             static_cast<size_t>(batch.ports_size()) +
-                             static_cast<size_t>(batch.lldp_size());
-      using Clock = std::chrono::steady_clock;
-      const auto now = Clock::now();
-      double wait = rate_.reserve(known ? batch.agent() : "(unknown)", records,
-                                  std::chrono::duration<double>(now.time_since_epoch()).count());
-      const auto until =
-          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
-      while (Clock::now() < until && !context->IsCancelled()) {
-        std::this_thread::sleep_for(
-            std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(100)));
-      }
-      if (context->IsCancelled()) break;
-    }
-    acks->expect();
-    analyzer_.submit(batch, [acks, header = Header{batch.agent(), batch.epoch(), batch.seq()}](
-                                BatchResult r) { acks->ready(header, std::move(r)); });
-  }
-  // Every batch read is acked (or the stream cancelled) before it ends.
-  acks->drain([context] { return context->IsCancelled(); });
-  acks->stop();
-  writer.join();
-  if (opened) analyzer_.streamClosed(agent);
-  return grpc::Status::OK;
-}
-
-grpc::Status CollectorService::GetPlan(grpc::ServerContext* context, const v1::PlanRequest* request,
-                                       v1::AgentPlan* plan) {
-  if (require_client_identity_) {
+grpc::ServerUnaryReactor* CollectorService::GetPlan(grpc::CallbackServerContext* context,
+                                                    const v1::PlanRequest* request,
+                                                    v1::AgentPlan* plan) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (shared_.require_client_identity) {
     const std::vector<std::string> certified = peerIdentities(*context);
     if (std::find(certified.begin(), certified.end(), request->agent()) == certified.end()) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "netdiag analyzer: the client certificate does not name the agent " +
-                              shown(request->agent()) + " whose plan is asked for");
+      reactor->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                   "netdiag analyzer: the client certificate does not name the "
+                                   "agent " +
+                                       shown(request->agent()) + " whose plan is asked for"));
+      return reactor;
     }
   }
+  // Inline on gRPC's callback thread: a plan is served from memory, and the
+  // focused plan is rebuilt at most once per published snapshot.
   std::string error;
-  auto p = analyzer_.plan(request->agent(), &error);
-  if (!p) return grpc::Status(grpc::StatusCode::NOT_FOUND, error);
+  auto p = shared_.analyzer.plan(request->agent(), &error);
+  if (!p) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, error));
+    return reactor;
+  }
   *plan = std::move(*p);
-  return grpc::Status::OK;
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 bool isLoopbackHost(const std::string& host) {
@@ -291,9 +127,8 @@ std::unique_ptr<grpc::Server> startGrpcServer(grpc::Service& service, const Grpc
     creds = grpc::SslServerCredentials(ssl);
   }
   if (o.max_message_bytes == 0 || o.max_message_bytes > (size_t{1} << 30) ||
-      o.memory_quota_bytes == 0 || o.max_threads < 4) {
-    *error =
-        "gRPC bounds: need 0 < max message <= 1 GiB, a memory quota > 0 and at least 4 threads";
+      o.memory_quota_bytes == 0) {
+    *error = "gRPC bounds: need 0 < max message <= 1 GiB and a memory quota > 0";
     return nullptr;
   }
   grpc::ServerBuilder builder;
@@ -303,7 +138,6 @@ std::unique_ptr<grpc::Server> startGrpcServer(grpc::Service& service, const Grpc
   builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_bytes));
   grpc::ResourceQuota quota("netdiag-analyzer");
   quota.Resize(o.memory_quota_bytes);
-  quota.SetMaxThreads(o.max_threads);
   builder.SetResourceQuota(quota);
   // Agents ping idle streams to notice a dead analyzer; allow it.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);

@@ -8,65 +8,49 @@
 #include <string>
 #include <vector>
 
+#include <prometheus/registry.h>
+
 #include "netdiag/v1/collector.grpc.pb.h"
 #include "server/agent_rate.h"
+#include "server/agent_stream.h"
 #include "server/live_analyzer.h"
 
 namespace netdiag::server {
 
-using LogFn = std::function<void(const std::string&)>;
-
-class CollectorService final : public v1::Collector::Service {
+// The Collector service on gRPC's callback API: each agent stream is an
+// AgentStream (server/agent_stream.h), which holds no thread while it waits
+// for a batch, for room in the engine's queue or for its acks.
+class CollectorService final : public v1::Collector::CallbackService {
  public:
   // `require_client_identity` (set under mutual TLS): a stream may send only
   // as an agent its client certificate names (a SAN DNS name or the CN).
   // `max_agent_records_per_s` (0: none) bounds each identity's ingest rate
-  // as back-pressure (server/agent_rate.h).
+  // as back-pressure (server/agent_rate.h). `max_streams`: open agent streams
+  // at most; one beyond is refused with RESOURCE_EXHAUSTED and its agent
+  // retries after its backoff.
   CollectorService(LiveAnalyzer& analyzer, LogFn log, bool require_client_identity = false,
-                   double max_agent_records_per_s = 0)
-      : analyzer_(analyzer),
-        log_(std::move(log)),
-        require_client_identity_(require_client_identity),
-        rate_(max_agent_records_per_s, kRateBurstSeconds) {}
+                   double max_agent_records_per_s = 0, size_t max_streams = kDefaultMaxStreams)
+      : rate_(max_agent_records_per_s, kRateBurstSeconds),
+        shared_{analyzer, std::move(log), require_client_identity, rate_, max_streams} {}
   static constexpr double kRateBurstSeconds = 2;
+  static constexpr size_t kDefaultMaxStreams = 32768;
 
-  // One long-lived stream per agent: each batch is ingested, then acked
-  // (with duplicate=true for a batch delivered before) once its records are
-  // in the engine; the stream goes on reading meanwhile, and waits (flow
-  // control) while the engine's queue is full. Malformed records are counted
-  // and logged, never fatal.
-  //
-  // A stream is one identity: the agent of its first batch, which under
-  // mutual TLS must be named by the client certificate. A batch sent as any
-  // other agent ends the stream with PERMISSION_DENIED (nothing of it is
-  // ingested or acknowledged, its records count as not_authorized), and so
-  // does a first batch the certificate does not name. A batch of an agent
-  // the analyzer does not know is acknowledged but not ingested
-  // (BatchResult::rejected).
-  grpc::Status Stream(grpc::ServerContext* context,
-                      grpc::ServerReaderWriter<v1::Ack, v1::Batch>* stream) override;
+  grpc::ServerBidiReactor<v1::Batch, v1::Ack>* Stream(
+      grpc::CallbackServerContext* context) override;
   // Under mutual TLS only for an agent the client certificate names.
-  grpc::Status GetPlan(grpc::ServerContext* context, const v1::PlanRequest* request,
-                       v1::AgentPlan* plan) override;
+  grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context,
+                                    const v1::PlanRequest* request, v1::AgentPlan* plan) override;
+
+  // netdiag_agent_streams_open and netdiag_agent_streams_refused_total; call
+  // before the server starts.
+  void exportMetrics(prometheus::Registry& registry);
+  size_t openStreams() const { return shared_.open.load(); }
+  uint64_t refusedStreams() const { return shared_.refused.load(); }
 
  private:
-  struct Header {
-    std::string agent;
-    uint64_t epoch = 0, seq = 0;
-  };
-  class AckQueue;
-  // Logs what a batch's result says is wrong with it.
-  void report(const Header& h, const BatchResult& r, const std::string& peer);
-
-  LiveAnalyzer& analyzer_;
-  LogFn log_;
-  const bool require_client_identity_;
   AgentRateLimiter rate_;
+  StreamShared shared_;
 };
-
-// The names a client certificate gives its holder: its SAN entries and CN,
-// from the stream's AuthContext (empty without an authenticated peer).
-std::vector<std::string> peerIdentities(const grpc::ServerContext& context);
 
 struct GrpcListenOptions {
   std::string address = "127.0.0.1:7600";  // HOST:PORT; port 0 picks a free one
@@ -77,13 +61,10 @@ struct GrpcListenOptions {
   bool insecure = false;
   // Bounds (docs/operations.md, Bounds). A larger message ends its stream
   // with RESOURCE_EXHAUSTED (agents split batches below it). gRPC's memory
-  // for connections and messages is held within the quota; each stream
-  // holds a server thread (the synchronous API), so max_threads also caps
-  // concurrent streams: one beyond it is refused with RESOURCE_EXHAUSTED
-  // and its agent retries after its backoff.
+  // for connections and messages is held within the quota. Streams hold no
+  // thread (the callback API); CollectorService bounds how many are open.
   size_t max_message_bytes = 4 << 20;  // = collector::kMaxBatchBytes
   size_t memory_quota_bytes = size_t{1} << 30;
-  int max_threads = 4096;
 };
 
 // True for a HOST that only this machine reaches: localhost, 127.0.0.0/8,

@@ -37,7 +37,9 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   }
   d->service_ = std::make_unique<CollectorService>(
       *d->analyzer_, o.log, /*require_client_identity=*/
-      !o.grpc.tls_ca.empty(), o.live.accept_sim_agents > 0 ? 0 : o.max_agent_records_per_s);
+      !o.grpc.tls_ca.empty(), o.live.accept_sim_agents > 0 ? 0 : o.max_agent_records_per_s,
+      o.max_agent_streams);
+  d->service_->exportMetrics(*d->registry_);
   d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
   if (!d->grpc_) return nullptr;
   d->clock_ = std::thread([self] { self->clockLoop(); });

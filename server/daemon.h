@@ -30,6 +30,9 @@ struct DaemonOptions {
   // Each agent's ingest, records per second (0: none): back-pressure on its
   // stream beyond it (server/agent_rate.h). Synthetic agents are not bounded.
   double max_agent_records_per_s = 50000;
+  // Agent streams open at most (each costs memory, no thread); one beyond
+  // is refused with RESOURCE_EXHAUSTED and its agent backs off.
+  size_t max_agent_streams = CollectorService::kDefaultMaxStreams;
   LiveOptions live;
   double delay_s = 2;             // the engine runs this far behind the wall clock
   double tick_s = 1;              // live clock period

@@ -1,46 +1,85 @@
 #include "server/ingest_queue.h"
 
+#include <optional>
+
+#include "server/live_analyzer.h"
+
 namespace netdiag::server {
 
-bool IngestQueue::push(DecodedBatch&& batch) {
+namespace {
+
+void refuse(DecodedBatch& batch, const std::function<void(bool)>& on_queued) {
+  BatchResult stopped;
+  stopped.not_ingested = true;
+  if (batch.done) batch.done(std::move(stopped));
+  if (on_queued) on_queued(false);
+}
+
+}  // namespace
+
+bool IngestQueue::offer(DecodedBatch&& batch, std::function<void(bool)> on_queued) {
   const size_t n = batch.records();
   std::unique_lock lk(mu_);
-  if (closed_) return false;
-  // Registered while waiting too: the engine must not age it out meanwhile.
-  auto mark = oldest_.insert(batch.oldest);
-  auto fits = [&] { return closed_ || records_ == 0 || records_ + n <= capacity_; };
-  if (!fits()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ++waiting_;
-    room_.wait(lk, fits);
-    --waiting_;
-    blocked_ns_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-            .count());
-  }
   if (closed_) {
-    oldest_.erase(mark);
+    lk.unlock();
+    refuse(batch, on_queued);
     return false;
   }
-  records_ += n;
-  batches_.push_back(std::move(batch));
-  lk.unlock();
-  ready_.notify_one();
-  return true;
+  // Registered while parked too: the engine must not age it out meanwhile.
+  oldest_.insert(batch.oldest);
+  if (parked_.empty() && fitsLocked(n)) {
+    records_ += n;
+    batches_.push_back(std::move(batch));
+    lk.unlock();
+    ready_.notify_one();
+    return true;
+  }
+  parked_.push_back({std::move(batch), std::move(on_queued), std::chrono::steady_clock::now()});
+  return false;
+}
+
+bool IngestQueue::push(DecodedBatch&& batch) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<bool> queued;
+  if (offer(std::move(batch), [&](bool q) {
+        std::lock_guard lk(mu);
+        queued = q;
+        cv.notify_one();
+      })) {
+    return true;
+  }
+  std::unique_lock lk(mu);
+  cv.wait(lk, [&] { return queued.has_value(); });
+  return *queued;
 }
 
 void IngestQueue::popAll(std::vector<DecodedBatch>& out, std::chrono::milliseconds timeout) {
-  std::unique_lock lk(mu_);
-  ready_.wait_for(lk, timeout, [&] { return woken_ || closed_ || !batches_.empty(); });
-  woken_ = false;
-  for (DecodedBatch& b : batches_) {
-    oldest_.erase(oldest_.find(b.oldest));
-    out.push_back(std::move(b));
+  std::vector<std::function<void(bool)>> admitted;
+  {
+    std::unique_lock lk(mu_);
+    ready_.wait_for(lk, timeout, [&] { return woken_ || closed_ || !batches_.empty(); });
+    woken_ = false;
+    for (DecodedBatch& b : batches_) {
+      oldest_.erase(oldest_.find(b.oldest));
+      out.push_back(std::move(b));
+    }
+    batches_.clear();
+    records_ = 0;
+    // Room again: parked batches move in, oldest first, while they fit; the
+    // next popAll() takes them.
+    const auto now = std::chrono::steady_clock::now();
+    while (!closed_ && !parked_.empty() && fitsLocked(parked_.front().batch.records())) {
+      Parked& p = parked_.front();
+      records_ += p.batch.records();
+      blocked_ns_ += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - p.since).count());
+      batches_.push_back(std::move(p.batch));
+      admitted.push_back(std::move(p.on_queued));
+      parked_.pop_front();
+    }
   }
-  batches_.clear();
-  records_ = 0;
-  lk.unlock();
-  room_.notify_all();
+  for (auto& f : admitted) f(true);
 }
 
 void IngestQueue::wake() {
@@ -52,12 +91,15 @@ void IngestQueue::wake() {
 }
 
 void IngestQueue::close() {
+  std::deque<Parked> refused;
   {
     std::lock_guard lk(mu_);
     closed_ = true;
+    for (Parked& p : parked_) oldest_.erase(oldest_.find(p.batch.oldest));
+    refused.swap(parked_);
   }
-  room_.notify_all();
   ready_.notify_one();
+  for (Parked& p : refused) refuse(p.batch, p.on_queued);
 }
 
 double IngestQueue::oldest() const {
@@ -72,11 +114,18 @@ size_t IngestQueue::depthRecords() const {
 
 size_t IngestQueue::waitingPushes() const {
   std::lock_guard lk(mu_);
-  return waiting_;
+  return parked_.size();
 }
 
 double IngestQueue::blockedSeconds() const {
-  return static_cast<double>(blocked_ns_.load()) * 1e-9;
+  std::lock_guard lk(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  uint64_t ns = blocked_ns_;
+  for (const Parked& p : parked_) {
+    ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - p.since).count());
+  }
+  return static_cast<double>(ns) * 1e-9;
 }
 
 }  // namespace netdiag::server

@@ -1,17 +1,20 @@
 #pragma once
 
-// The bounded hand-off from the gRPC stream threads (which decode and check
-// batches in parallel) to the one engine thread. Bounded in records: a push
-// that would overfill it waits (the stream stops reading, so gRPC flow
-// control slows the agent); nothing is dropped. The wait is metered.
+// The bounded hand-off from the gRPC streams (which decode and check batches
+// in parallel) to the one engine thread. Bounded in records: a batch that
+// would overfill it is parked, and queued in arrival order as the engine
+// makes room; meanwhile its stream reads nothing more, so gRPC flow control
+// slows the agent. Nothing is dropped, nobody blocks a gRPC thread, and the
+// time parked is metered. A stream parks at most one batch at a time, so
+// what is parked is bounded by the streams times the message size.
 //
 // The queue also knows the oldest record time it holds or is waiting to take,
 // so the engine thread never moves its clock past a record that backpressure
 // is still holding back (which would turn it too_late).
 //
-// Thread-safety: push() from any thread; popAll() from the engine thread.
+// Thread-safety: offer() and push() from any thread; popAll() from the
+// engine thread.
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -56,9 +59,15 @@ class IngestQueue {
  public:
   explicit IngestQueue(size_t capacity_records) : capacity_(capacity_records) {}
 
-  // Waits while the batch does not fit (a batch larger than the whole queue
-  // waits for it to be empty), then queues it. False (the batch not queued)
-  // once close() was called.
+  // Queues the batch and returns true when it fits (a batch larger than the
+  // whole queue fits an empty one). Otherwise parks it and returns false;
+  // `on_queued` is then called exactly once: with true from popAll() on the
+  // engine thread once room lets the batch in, or with false when the queue
+  // is (or gets) closed, right after the batch's `done` was handed a
+  // not-ingested result. `on_queued` must not block.
+  bool offer(DecodedBatch&& batch, std::function<void(bool queued)> on_queued);
+  // offer(), waiting while parked. False once close() was called: the batch
+  // is not queued and its `done` was handed a not-ingested result.
   bool push(DecodedBatch&& batch);
 
   // The engine side: waits up to `timeout` for something to be queued (or a
@@ -66,27 +75,34 @@ class IngestQueue {
   void popAll(std::vector<DecodedBatch>& out, std::chrono::milliseconds timeout);
   // Ends a popAll() wait early (a tick or flush request).
   void wake();
-  // Pushes waiting now and later return false.
+  // Parked batches are handed back (see offer()); later offers are refused.
   void close();
 
   // The oldest record time queued or waiting to be (+inf when none).
   double oldest() const;
   size_t depthRecords() const;
   size_t capacityRecords() const { return capacity_; }
-  size_t waitingPushes() const;
-  // Total time pushes spent waiting for room, seconds.
+  size_t waitingPushes() const;  // batches parked now
+  // Total time batches spent parked, seconds (parked now included).
   double blockedSeconds() const;
 
  private:
+  struct Parked {
+    DecodedBatch batch;
+    std::function<void(bool)> on_queued;
+    std::chrono::steady_clock::time_point since;
+  };
+  bool fitsLocked(size_t n) const { return records_ == 0 || records_ + n <= capacity_; }
+
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::condition_variable room_, ready_;
+  std::condition_variable ready_;
   std::deque<DecodedBatch> batches_;
+  std::deque<Parked> parked_;  // in arrival order
   size_t records_ = 0;
-  size_t waiting_ = 0;  // pushes waiting for room
   bool woken_ = false, closed_ = false;
-  std::multiset<double> oldest_;  // of queued batches and of pushes waiting
-  std::atomic<uint64_t> blocked_ns_{0};
+  std::multiset<double> oldest_;  // of queued and parked batches
+  uint64_t blocked_ns_ = 0;       // of batches no longer parked
 };
 
 }  // namespace netdiag::server

@@ -654,7 +654,8 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
   return std::unique_ptr<LiveAnalyzer>(new LiveAnalyzer(std::move(impl)));
 }
 
-void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult)> done) {
+void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult)> done,
+                          std::function<void()> resume) {
   Impl& m = *impl_;
   BatchResult result;
   if (batch.agent().empty()) {
@@ -664,6 +665,7 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
       m.counters.malformed += batch.probes_size() + batch.ports_size() + batch.lldp_size();
     }
     done(std::move(result));
+    if (resume) resume();
     return;
   }
   const Authority::Identity who = m.authority.identify(batch.agent());
@@ -682,6 +684,7 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
               "agent; acknowledged so that it leaves the sender's spool");
     }
     done(std::move(result));
+    if (resume) resume();
     return;
   }
   {
@@ -772,12 +775,17 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
   for (const auto& r : d.ports) d.oldest = std::min(d.oldest, r.t);
   for (const auto& r : d.lldp) d.oldest = std::min(d.oldest, r.t);
   d.done = std::move(done);
-  // The queue keeps `d` only when it takes it; a refused push leaves it here.
-  if (!m.queue.push(std::move(d))) {
-    BatchResult stopped;
-    stopped.not_ingested = true;
-    d.done(std::move(stopped));
+  if (!resume) {
+    m.queue.push(std::move(d));  // closed: `done` says not ingested
+    return;
   }
+  // Called exactly once: here when queued now, else by the queue.
+  auto once = std::make_shared<std::function<void()>>(std::move(resume));
+  if (m.queue.offer(std::move(d), [once](bool) { (*once)(); })) (*once)();
+}
+
+void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult)> done) {
+  submit(batch, std::move(done), nullptr);
 }
 
 BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {

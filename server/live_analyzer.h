@@ -135,6 +135,13 @@ class LiveAnalyzer {
   // unknown agent); the caller acks then. It runs on the engine thread or
   // the caller's and must not block.
   void submit(const v1::Batch& batch, std::function<void(BatchResult)> done);
+  // The same without waiting: the batch is decoded on the calling thread,
+  // then `resume` is called exactly once when the caller may submit its next
+  // batch: at once when the batch went into the queue (or nowhere), or
+  // later, from the engine thread, when it was parked for room (flow
+  // control without holding a thread). `resume` must not block.
+  void submit(const v1::Batch& batch, std::function<void(BatchResult)> done,
+              std::function<void()> resume);
   // submit() and wait for `done`.
   BatchResult ingest(const v1::Batch& batch);
 

@@ -942,11 +942,13 @@ TEST(GrpcBounds, AMessageOverTheBoundEndsItsStreamAndTheAnalyzerLives) {
   EXPECT_EQ(d.daemon->analyzer().counters().probes, 1u);
 }
 
-// One thread per stream, with no cap: now the quota's threads bound them, and
-// a stream beyond it is refused instead of costing another thread.
-TEST(GrpcBounds, TheThreadQuotaBoundsConcurrentStreams) {
+// Streams used to hold a server thread each (the synchronous API). Now they
+// hold none: many streams cost a bounded number of threads, and the stream
+// bound refuses the ones beyond it instead.
+TEST(GrpcBounds, StreamsHoldNoThreadAndTheBoundRefusesTheRest) {
   RunningDaemon d;
-  d.tweak = [](DaemonOptions& o) { o.grpc.max_threads = 8; };
+  constexpr size_t kBound = 96;
+  d.tweak = [](DaemonOptions& o) { o.max_agent_streams = kBound; };
   d.start();
   const size_t before = threadsOfThisProcess();
   auto channel = grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials());
@@ -957,9 +959,9 @@ TEST(GrpcBounds, TheThreadQuotaBoundsConcurrentStreams) {
   };
   std::vector<std::unique_ptr<Open>> open;
   size_t refused = 0, acked = 0;
-  for (int i = 0; i < 32; ++i) {
+  for (size_t i = 0; i < kBound + 32; ++i) {
     auto o = std::make_unique<Open>();
-    o->ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    o->ctx.set_deadline(std::chrono::system_clock::now() + 60s);
     o->stream = stub->Stream(&o->ctx);
     v1::Batch b;
     b.set_agent(prober(d.topo));
@@ -967,23 +969,52 @@ TEST(GrpcBounds, TheThreadQuotaBoundsConcurrentStreams) {
     b.set_seq(static_cast<uint64_t>(i + 1));
     v1::Ack ack;
     if (o->stream->Write(b) && o->stream->Read(&ack)) {
+      EXPECT_EQ(ack.seq(), i + 1);
       ++acked;
-      open.push_back(std::move(o));  // held open: it keeps its server thread
+      open.push_back(std::move(o));  // held open
     } else {
       grpc::Status st = o->stream->Finish();
       EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+      EXPECT_NE(st.error_message().find("--max-agent-streams"), std::string::npos);
       ++refused;
     }
   }
   const size_t during = threadsOfThisProcess();
-  std::cout << acked << " streams served, " << refused << " refused; threads " << before << " -> "
+  std::cout << acked << " streams open, " << refused << " refused; threads " << before << " -> "
             << during << "\n";
-  EXPECT_GT(acked, 0u);
-  EXPECT_GT(refused, 0u) << "32 streams within a quota of 8 threads";
-  EXPECT_LT(during, before + 32) << "a thread per stream";
+  EXPECT_EQ(acked, kBound);
+  EXPECT_EQ(refused, 32u);
+  EXPECT_EQ(d.daemon->analyzer().counters().probes, 0u);  // empty batches
+  EXPECT_LT(during, before + 32) << kBound << " open streams took a thread each";
+  {
+    auto m = d.http().Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("netdiag_agent_streams_open 96"), std::string::npos) << m->body;
+    EXPECT_NE(m->body.find("netdiag_agent_streams_refused_total 32"), std::string::npos);
+  }
+  // A stream that closes makes room for the next.
+  open.front()->stream->WritesDone();
+  EXPECT_TRUE(open.front()->stream->Finish().ok());
+  open.erase(open.begin());
+  bool reopened = false;
+  for (int attempt = 0; attempt < 100 && !reopened; ++attempt) {  // the close is asynchronous
+    Open o;
+    o.ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+    o.stream = stub->Stream(&o.ctx);
+    v1::Batch b;
+    b.set_agent(prober(d.topo));
+    b.set_epoch(10);
+    b.set_seq(static_cast<uint64_t>(attempt + 1));
+    v1::Ack ack;
+    reopened = o.stream->Write(b) && o.stream->Read(&ack);
+    o.stream->WritesDone();
+    o.stream->Finish();
+    if (!reopened) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(reopened);
   for (auto& o : open) {
     o->stream->WritesDone();
-    o->stream->Finish();
+    EXPECT_TRUE(o->stream->Finish().ok());
   }
 }
 

@@ -1,0 +1,113 @@
+#pragma once
+
+// One agent's stream on the analyzer: batches up, acks down, on gRPC's
+// callback API, so an open stream costs memory and no thread of its own
+// (16k agents are 16k streams, docs/operations.md, Bounds).
+//
+// The stream reads one batch at a time. Each is decoded on the gRPC thread
+// that read it (in parallel with other streams), then offered to the engine's
+// queue; the next read starts only once the queue took it, so a full queue
+// slows the agent through HTTP/2 flow control and nothing is dropped. A batch
+// is acked once its records are in the engine (BatchResult), in the order the
+// engine finishes them; the agent keeps a window of batches in flight.
+//
+// A stream is one identity: the agent of its first batch, which under mutual
+// TLS must be named by the client certificate. A batch as any other agent
+// ends the stream with PERMISSION_DENIED (nothing of it is ingested or
+// acknowledged; its records count as not_authorized), and so does a first
+// batch the certificate does not name. A batch of an agent the analyzer does
+// not know is acknowledged but not ingested (BatchResult::rejected).
+//
+// Thread-safety: gRPC's reactions, the engine thread's callbacks and the rate
+// alarm may run concurrently; the read chain is sequential by construction
+// and the rest sits behind the stream's own mutex.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <grpcpp/alarm.h>
+#include <grpcpp/grpcpp.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+#include "netdiag/v1/collector.grpc.pb.h"
+#include "server/agent_rate.h"
+#include "server/live_analyzer.h"
+
+namespace netdiag::server {
+
+using LogFn = std::function<void(const std::string&)>;
+
+// What every stream of one service shares.
+struct StreamShared {
+  LiveAnalyzer& analyzer;
+  LogFn log;
+  bool require_client_identity = false;
+  AgentRateLimiter& rate;
+  size_t max_streams = 0;            // beyond it a stream is refused (RESOURCE_EXHAUSTED)
+  std::atomic<size_t> open{0};       // streams alive now
+  std::atomic<uint64_t> refused{0};  // streams refused for the bound
+  // Their metrics when exported (CollectorService::exportMetrics).
+  prometheus::Gauge* open_gauge = nullptr;
+  prometheus::Counter* refused_counter = nullptr;
+};
+
+// The names a client certificate gives its holder: its SAN entries and CN,
+// from the call's AuthContext (empty without an authenticated peer).
+std::vector<std::string> peerIdentities(const grpc::ServerContextBase& context);
+
+class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
+ public:
+  // Starts reading, or finishes at once when the stream may not open. Owns
+  // itself: it is deleted once gRPC is done with it and the engine owes it
+  // nothing.
+  AgentStream(grpc::CallbackServerContext* context, StreamShared& shared);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  struct Header {
+    std::string agent;
+    uint64_t epoch = 0, seq = 0;
+  };
+  ~AgentStream() override;
+  void handle();    // the batch just read: identity, rate, then submitIt()
+  void submitIt();  // hands batch_ to the analyzer; the next read follows
+  void deny(const std::string& why);
+  void acked(const Header& h, BatchResult r);  // from the engine thread (or at once)
+  void startWriteLocked(bool& start);
+  void maybeFinish();
+  void release();  // one reference less; the last deletes
+  void report(const Header& h, const BatchResult& r) const;
+  std::string certifiedNames() const;
+
+  grpc::CallbackServerContext* const context_;
+  StreamShared& shared_;
+  const std::string peer_;
+  std::vector<std::string> certified_;  // under mTLS: the names the certificate gives
+
+  // The read chain's own (one read at a time).
+  v1::Batch batch_;
+  std::string agent_;  // the stream's identity, from its first batch
+  bool opened_ = false;
+  grpc::Alarm alarm_;  // a rate wait
+
+  std::mutex mu_;
+  std::deque<v1::Ack> acks_;  // ready, not yet written
+  v1::Ack writing_;
+  bool write_in_flight_ = false, writes_failed_ = false;
+  bool reads_done_ = false, cancelled_ = false, finished_ = false;
+  size_t owed_ = 0;  // batches submitted whose result has not come back
+  grpc::Status status_;
+  size_t refs_ = 1;  // gRPC's (until OnDone), one per batch owed, one per alarm
+};
+
+}  // namespace netdiag::server
