@@ -2,11 +2,13 @@
 # Whole-process ingest benchmark of the analyzer daemon over gRPC: one
 # `netdiag analyzer` and `netdiag simulate --live --speed 0` streaming a
 # simulated fabric from many concurrent synthetic agents (one gRPC stream
-# each; fewer than the nodes, so grouped sim-<i> agents, which the analyzer
-# accepts with --accept-sim-agents for the same count). Reports the records/s the analyzer acknowledged (each ack is sent
-# after the batch is in the engine), the analyzer's own CPU time per record
-# acknowledged (utime + stime from /proc/PID/stat, which holds even with the
-# load generator on the same cores) and its peak RSS.
+# and connection each; AGENTS 0 is one per node, as in a deployment, else
+# that many grouped sim-<i> agents, which the analyzer accepts with
+# --accept-sim-agents for the same count). Reports the records/s the
+# analyzer acknowledged (each ack is sent after the batch is in the engine),
+# the analyzer's own CPU time per record acknowledged (utime + stime from
+# /proc/PID/stat, which holds even with the load generator on the same
+# cores), its peak RSS, threads and file descriptors.
 #
 # usage: bench/live_ingest.sh [BUILD_DIR] [SIZE] [AGENTS] [DURATION_S]
 #   ANALYZER_ARGS (environment): more flags for the analyzer, e.g.
@@ -37,7 +39,7 @@ esac
 
 "$netdiag" analyzer --topology "$work/fabric.yaml" \
   --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' \
-  --accept-sim-agents "$agents" ${ANALYZER_ARGS:-} 2>"$work/analyzer.err" &
+  $([ "$agents" -gt 0 ] && echo --accept-sim-agents "$agents") ${ANALYZER_ARGS:-} 2>"$work/analyzer.err" &
 analyzer_pid=$!
 for _ in $(seq 600); do
   grep -q 'listening:' "$work/analyzer.err" 2>/dev/null && break
@@ -46,8 +48,23 @@ done
 grpc=$(grep -o 'grpc=127.0.0.1:[0-9]*' "$work/analyzer.err" | cut -d= -f2 || true)
 [ -n "$grpc" ] || { cat "$work/analyzer.err" >&2; exit 1; }
 
+# The analyzer's threads and open file descriptors (one per agent
+# connection), sampled while the load runs; the peak is reported.
+( peak_threads=0; peak_fds=0
+  while kill -0 "$analyzer_pid" 2>/dev/null && [ ! -e "$work/done" ]; do
+    t=$(awk '/^Threads:/ {print $2}' "/proc/$analyzer_pid/status" 2>/dev/null || echo 0)
+    f=$(ls "/proc/$analyzer_pid/fd" 2>/dev/null | wc -l)
+    [ "${t:-0}" -gt "$peak_threads" ] && peak_threads=$t
+    [ "$f" -gt "$peak_fds" ] && peak_fds=$f
+    echo "$peak_threads $peak_fds" >"$work/peaks"
+    sleep 0.5
+  done ) &
+sampler=$!
 "$netdiag" simulate --topology "$work/fabric.yaml" --duration "$duration" \
-  --live "$grpc" --speed 0 --agents "$agents" --live-timeout 300 2>&1 | tee "$work/simulate.err" >&2
+  --live "$grpc" --speed 0 $([ "$agents" -gt 0 ] && echo --agents "$agents") --live-timeout 300 2>&1 | tee "$work/simulate.err" >&2
+touch "$work/done"; wait "$sampler" || true
+read -r peak_threads peak_fds <"$work/peaks" || true
+streams=$(grep -o 'over [0-9,]* agent stream' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
 
 http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
 # Nothing may be dropped or aged out: the analyzer's own counters say so.
@@ -62,4 +79,4 @@ rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '
 records=$(grep -o 'delivered [0-9,]* records' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
 cpu_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
-echo "live_ingest size=$size agents=$agents duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"
+echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"

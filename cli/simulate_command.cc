@@ -9,8 +9,9 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "collector/uplink.h"
+#include "loadgen/sim_agents.h"
 #include "planner/plan.h"
-#include "server/sim_agents.h"
 #include "sim/rng.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -50,7 +51,7 @@ void printErrors(const std::vector<topology::Diagnostic>& errors) {
 // explicit -o FILE the log is written too. Returns an error message.
 std::string runLive(const SimulateOptions& o, const topology::Topology& topo, sim::Simulator& sim,
                     double& time_shift) {
-  server::SimAgentsOptions so;
+  loadgen::SimAgentsOptions so;
   so.analyzer = o.live;
   so.agents = o.agents;
   so.speed = o.speed;
@@ -58,7 +59,7 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   check.analyzer = o.live;
   check.agent = "sim";
   if (std::string e = collector::checkUplinkOptions(check); !e.empty()) return "--live: " + e;
-  server::SimAgents agents(topo, so);
+  loadgen::SimAgents agents(topo, so);
   if (!agents.perNode()) {
     // Always said (even with --quiet): without it every record is refused.
     std::cerr << "note: " << agents.agentCount() << " grouped synthetic agents sim-0..sim-"
@@ -90,7 +91,7 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   if (!agents.finish(o.live_timeout_s, &err)) return err;
   time_shift = agents.stats().time_shift;
   if (!o.quiet) {
-    server::SimAgentsStats s = agents.stats();
+    loadgen::SimAgentsStats s = agents.stats();
     std::cerr << "delivered " << withCommas(s.records) << " records in " << withCommas(s.batches)
               << " batches to " << o.live << " in " << s.seconds << " s ("
               << withCommas(static_cast<uint64_t>(s.records / std::max(s.seconds, 1e-9)))
@@ -238,9 +239,9 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
       ->needs(live);
   sim->add_option(
          "--agents", o->agents,
-         "With --live: concurrent agent streams (default: one per node up to 256 nodes, else 64); "
-         "fewer than the nodes are grouped sim-<i> agents, which the analyzer accepts "
-         "only with --accept-sim-agents N")
+         "With --live: concurrent agent streams, each its own connection (default: one per "
+         "node); fewer than the nodes are grouped sim-<i> agents, which the analyzer "
+         "accepts only with --accept-sim-agents N")
       ->check(CLI::Range(size_t{1}, size_t{100000}))
       ->needs(live);
   sim->add_option("--live-timeout", o->live_timeout_s,

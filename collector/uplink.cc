@@ -34,29 +34,29 @@ bool readFile(const std::string& path, std::string& out, std::string& error) {
   return true;
 }
 
-// Plaintext when no TLS file is given; TLS when a CA is (or when a client
-// certificate is, trusting the system roots); mutual TLS with cert + key.
-std::shared_ptr<grpc::ChannelCredentials> makeCredentials(const UplinkOptions& o,
-                                                          std::string& error) {
-  if (o.tls_ca.empty() && o.tls_cert.empty() && o.tls_key.empty()) {
+}  // namespace
+
+std::shared_ptr<grpc::ChannelCredentials> channelCredentials(const std::string& tls_ca,
+                                                             const std::string& tls_cert,
+                                                             const std::string& tls_key,
+                                                             std::string& error) {
+  if (tls_ca.empty() && tls_cert.empty() && tls_key.empty()) {
     return grpc::InsecureChannelCredentials();
   }
-  if (o.tls_cert.empty() != o.tls_key.empty()) {
+  if (tls_cert.empty() != tls_key.empty()) {
     error =
         "TLS: a client certificate needs its key and a key needs its certificate "
         "(--tls-cert and --tls-key go together)";
     return nullptr;
   }
   grpc::SslCredentialsOptions ssl;
-  if (!o.tls_ca.empty() && !readFile(o.tls_ca, ssl.pem_root_certs, error)) return nullptr;
-  if (!o.tls_cert.empty()) {
-    if (!readFile(o.tls_cert, ssl.pem_cert_chain, error)) return nullptr;
-    if (!readFile(o.tls_key, ssl.pem_private_key, error)) return nullptr;
+  if (!tls_ca.empty() && !readFile(tls_ca, ssl.pem_root_certs, error)) return nullptr;
+  if (!tls_cert.empty()) {
+    if (!readFile(tls_cert, ssl.pem_cert_chain, error)) return nullptr;
+    if (!readFile(tls_key, ssl.pem_private_key, error)) return nullptr;
   }
   return grpc::SslCredentials(ssl);
 }
-
-}  // namespace
 
 std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint64_t* dropped) {
   v1::Batch head = batch;
@@ -113,7 +113,7 @@ std::string checkUplinkOptions(const UplinkOptions& options) {
   if (options.max_in_flight == 0) return "max_in_flight must be at least 1";
   if (options.max_batch_bytes < 1024) return "max_batch_bytes must be at least 1 KiB";
   std::string error;
-  if (!makeCredentials(options, error)) return error;
+  if (!channelCredentials(options.tls_ca, options.tls_cert, options.tls_key, error)) return error;
   return {};
 }
 
@@ -121,7 +121,7 @@ Uplink::Uplink(UplinkOptions options, Spool& spool)
     : options_(std::move(options)),
       spool_(spool),
       epoch_(spool.epoch() != 0 ? spool.epoch() : randomEpoch()) {
-  creds_ = makeCredentials(options_, creds_error_);
+  creds_ = channelCredentials(options_.tls_ca, options_.tls_cert, options_.tls_key, creds_error_);
   dropped_seen_ = spool_.dropped();
   thread_ = std::thread([this] { run(); });
 }

@@ -94,6 +94,15 @@ std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint
 // with bad options too, but never connects; agents check first.
 std::string checkUplinkOptions(const UplinkOptions& options);
 
+// The credentials of a channel to the analyzer: plaintext when no TLS file
+// is given; TLS when a CA is (or when a client certificate is, trusting the
+// system roots); mutual TLS with cert + key. nullptr and `error` when a
+// file cannot be read or only one of cert and key is given.
+std::shared_ptr<grpc::ChannelCredentials> channelCredentials(const std::string& tls_ca,
+                                                             const std::string& tls_cert,
+                                                             const std::string& tls_key,
+                                                             std::string& error);
+
 class Uplink {
  public:
   Uplink(UplinkOptions options, Spool& spool);  // starts its sender thread

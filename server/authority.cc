@@ -1,5 +1,6 @@
 #include "server/authority.h"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -7,10 +8,19 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "server/sim_agents.h"
 #include "topology/display_text.h"
 
 namespace netdiag::server {
+
+std::vector<uint32_t> simAgentGroups(const topology::Topology& topo, size_t n) {
+  n = std::max<size_t>(n, 1);
+  std::vector<uint32_t> group(topo.nodeCount(), 0);
+  size_t hosts = 0;
+  for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) {
+    group[node] = static_cast<uint32_t>(topo.node(node).isHost() ? hosts++ % n : node % n);
+  }
+  return group;
+}
 namespace {
 
 constexpr uint32_t kNoCollector = std::numeric_limits<uint32_t>::max();

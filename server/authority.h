@@ -10,8 +10,8 @@
 //    file assigns to it, and no probes;
 //  - a synthetic agent of `netdiag simulate --live --agents N` (`sim-<i>`),
 //    only when the analyzer was started with --accept-sim-agents N: what the
-//    simulator groups on it (sim_agents.h), probes included. For simulations
-//    and benchmarks, never in production.
+//    simulator groups on it (simAgentGroups below, loadgen/sim_agents.h), probes included. For
+//    simulations and benchmarks, never in production.
 // Anything else is unknown and may say nothing.
 //
 // Thread-safety: immutable after construction.
@@ -54,6 +54,12 @@ struct CollectorsLoad {
 CollectorsLoad loadCollectors(std::istream& in, std::string_view source_name,
                               const topology::Topology& topo);
 CollectorsLoad loadCollectorsFile(const std::string& path, const topology::Topology& topo);
+
+// The grouping of nodes onto `n` grouped synthetic agents sim-0..sim-(n-1):
+// hosts round-robin over the agents, a switch to the agent its id falls to.
+// Per node: its agent's number. The load generator (loadgen/sim_agents.h)
+// uses the same function, so both sides agree on who speaks for what.
+std::vector<uint32_t> simAgentGroups(const topology::Topology& topo, size_t n);
 
 class Authority {
  public:

@@ -265,6 +265,39 @@ TEST(Backpressure, AFullQueueBlocksIngestMetersItAndDropsNothing) {
   EXPECT_EQ(g.logged, 0);
 }
 
+// The stream side (server/agent_stream.h) never blocks a gRPC thread: a
+// batch that does not fit is parked, its submit returns at once, and the
+// stream is told to read on only when the engine thread let it in.
+TEST(Backpressure, AParkedBatchResumesItsStreamOnlyOnceQueuedAndHoldsNoThread) {
+  Gated g(/*wall_ahead_s=*/20);
+  std::thread ticker([&] { g.live->tick(g.now - 2); });
+  g.gate.waitHeld();
+
+  std::promise<BatchResult> a_done, b_done;
+  std::atomic<int> a_resumed{0}, b_resumed{0};
+  g.live->submit(
+      probes(g.topo, 0, 1, g.t0, 3), [&](BatchResult r) { a_done.set_value(r); },
+      [&] { ++a_resumed; });
+  EXPECT_EQ(a_resumed.load(), 1) << "queued at once: read on at once";
+  g.live->submit(
+      probes(g.topo, 0, 2, g.t0, 3), [&](BatchResult r) { b_done.set_value(r); },
+      [&] { ++b_resumed; });
+  // Returned without waiting, the batch parked.
+  EXPECT_EQ(b_resumed.load(), 0);
+  EXPECT_EQ(g.live->pathStats().waiting_pushes, 1u);
+
+  g.gate.release();
+  ticker.join();
+  ASSERT_TRUE(waitFor([&] { return b_resumed.load() == 1; }));
+  g.live->tick(g.now - 2);
+  EXPECT_EQ(a_done.get_future().get().accepted, 3u);
+  EXPECT_EQ(b_done.get_future().get().accepted, 3u);
+  EXPECT_EQ(a_resumed.load(), 1);
+  EXPECT_EQ(b_resumed.load(), 1);
+  EXPECT_EQ(g.live->counters().probes, 6u);
+  EXPECT_EQ(g.live->counters().too_late, 0u);
+}
+
 // Records waiting longer than the engine's late window: the analyzer says so
 // (a counter and a rate-limited log line) instead of aging them silently.
 TEST(Backpressure, FallingBehindTheLateWindowIsCountedAndLogged) {

@@ -24,12 +24,12 @@
 
 #include "analyzer/persist.h"
 #include "collector/uplink.h"
+#include "loadgen/sim_agents.h"
 #include "planner/plan.h"
 #include "proto/convert.h"
 #include "server/authority.h"
 #include "server/daemon.h"
 #include "server/dedup.h"
-#include "server/sim_agents.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "store/migrations.h"
@@ -1073,11 +1073,11 @@ faults:
   ASSERT_EQ(simulator->truth().faults.size(), 1u);
   const std::string faulty = simulator->truth().faults[0].link;
 
-  SimAgentsOptions so;
+  loadgen::SimAgentsOptions so;
   so.analyzer = d.grpcAddress();
   so.speed = 0;  // one stream per node (the default for a fabric this size)
   {
-    SimAgents agents(d.topo, so);
+    loadgen::SimAgents agents(d.topo, so);
     EXPECT_TRUE(agents.perNode());
     EXPECT_EQ(agents.agentCount(), d.topo.nodeCount());
     simulator->run(agents);
@@ -1515,13 +1515,13 @@ TEST(Authority, GroupedSyntheticAgentsNeedAcceptSimAgents) {
     RunningDaemon d;
     d.tweak = [&](DaemonOptions& o) { o.live.accept_sim_agents = accept; };
     d.start();
-    SimAgentsOptions so;
+    loadgen::SimAgentsOptions so;
     so.analyzer = d.grpcAddress();
     so.speed = 0;
     so.agents = 4;
     size_t records = 0;
     {
-      SimAgents agents(d.topo, so);
+      loadgen::SimAgents agents(d.topo, so);
       EXPECT_FALSE(agents.perNode());
       EXPECT_EQ(agents.agentName(0), "sim-0");
       const double t = wallNow();
@@ -1555,10 +1555,10 @@ TEST(Authority, GroupedSyntheticAgentsNeedAcceptSimAgents) {
     EXPECT_EQ(c.probes + c.ports, accept ? records : 0u);
   }
   topology::Topology topo = smallFabric();
-  EXPECT_TRUE(simAgentsLayout(topo, 0).per_node);
-  EXPECT_EQ(simAgentsLayout(topo, 0).streams, topo.nodeCount());
-  EXPECT_TRUE(simAgentsLayout(topo, 1000).per_node);
-  EXPECT_FALSE(simAgentsLayout(topo, 5).per_node);
+  EXPECT_TRUE(loadgen::simAgentsLayout(topo, 0).per_node);
+  EXPECT_EQ(loadgen::simAgentsLayout(topo, 0).streams, topo.nodeCount());
+  EXPECT_TRUE(loadgen::simAgentsLayout(topo, 1000).per_node);
+  EXPECT_FALSE(loadgen::simAgentsLayout(topo, 5).per_node);
 }
 
 }  // namespace

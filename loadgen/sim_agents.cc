@@ -1,30 +1,19 @@
-#include "server/sim_agents.h"
+#include "loadgen/sim_agents.h"
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <thread>
 
+#include "collector/uplink.h"
 #include "proto/convert.h"
+#include "server/authority.h"
 
-namespace netdiag::server {
-
-std::vector<uint32_t> simAgentGroups(const topology::Topology& topo, size_t n) {
-  n = std::max<size_t>(n, 1);
-  std::vector<uint32_t> group(topo.nodeCount(), 0);
-  size_t hosts = 0;
-  for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) {
-    group[node] = static_cast<uint32_t>(topo.node(node).isHost() ? hosts++ % n : node % n);
-  }
-  return group;
-}
+namespace netdiag::loadgen {
 
 SimAgentsLayout simAgentsLayout(const topology::Topology& topo, size_t requested) {
   const size_t nodes = std::max<size_t>(topo.nodeCount(), 1);
-  if (requested == 0) {
-    if (nodes <= kMaxPerNodeStreams) return {nodes, true};
-    return {kDefaultGroupedAgents, false};
-  }
-  if (requested >= nodes) return {nodes, true};
+  if (requested == 0 || requested >= nodes) return {nodes, true};
   return {requested, false};
 }
 
@@ -37,27 +26,55 @@ SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
     agent_of_node_.resize(topo.nodeCount());
     for (topology::NodeId node = 0; node < topo.nodeCount(); ++node) agent_of_node_[node] = node;
   } else {
-    agent_of_node_ = simAgentGroups(topo, n);
+    agent_of_node_ = server::simAgentGroups(topo, n);
   }
+  std::string error;
+  auto creds =
+      collector::channelCredentials(options_.tls_ca, options_.tls_cert, options_.tls_key, error);
+  if (!creds) creds = grpc::InsecureChannelCredentials();  // checked by the caller first
+  std::mt19937_64 rng(std::random_device{}());
+  std::shared_ptr<grpc::Channel> channel;
+  const size_t per_connection = std::max<size_t>(options_.agents_per_connection, 1);
   for (size_t i = 0; i < n; ++i) {
+    if (i % per_connection == 0) {
+      grpc::ChannelArguments args;
+      // Its own connection, not a subchannel shared with the others.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+      channel = grpc::CreateCustomChannel(options_.analyzer, creds, args);
+    }
     auto a = std::make_unique<Agent>();
-    a->name = per_node_ && i < topo.nodeCount() ? topo.node(static_cast<topology::NodeId>(i)).name
-                                                : "sim-" + std::to_string(i);
-    a->spool = collector::makeMemorySpool(0);
-    collector::UplinkOptions u;
-    u.analyzer = options_.analyzer;
-    u.agent = a->name;
-    u.tls_ca = options_.tls_ca;
-    u.tls_cert = options_.tls_cert;
-    u.tls_key = options_.tls_key;
-    u.backoff_max_s = 2;
-    a->uplink = std::make_unique<collector::Uplink>(u, *a->spool);
+    std::string name = per_node_ && i < topo.nodeCount()
+                           ? topo.node(static_cast<topology::NodeId>(i)).name
+                           : "sim-" + std::to_string(i);
+    a->link = std::make_unique<AgentLink>(channel, std::move(name), rng() | 1);
     agents_.push_back(std::move(a));
   }
+  maintainer_ = std::thread([this] {
+    while (!stop_.load()) {
+      const auto now = std::chrono::steady_clock::now();
+      for (auto& a : agents_) a->link->maintain(now);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
 }
 
 SimAgents::~SimAgents() {
-  for (auto& a : agents_) a->uplink->stop();
+  stop_ = true;
+  maintainer_.join();
+  for (auto& a : agents_) a->link->stop();
+}
+
+uint64_t SimAgents::unackedBytes() const {
+  uint64_t bytes = 0;
+  for (const auto& a : agents_) bytes += a->link->unackedBytes();
+  return bytes;
+}
+
+size_t SimAgents::unackedBatches() const {
+  size_t batches = 0;
+  for (const auto& a : agents_) batches += a->link->unackedBatches();
+  return batches;
 }
 
 SimAgents::Agent& SimAgents::agentFor(topology::PortId port) {
@@ -84,17 +101,14 @@ void SimAgents::before(double t) {
     std::this_thread::sleep_until(due);
   }
   // Backpressure: never hold more than the bound unacknowledged.
-  while (true) {
-    uint64_t outstanding = 0;
-    for (auto& a : agents_) outstanding += a->spool->bytes();
-    if (outstanding <= options_.max_outstanding_bytes) break;
+  while (unackedBytes() > options_.max_outstanding_bytes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 
 void SimAgents::flush(Agent& a) {
   if (a.records == 0) return;
-  a.uplink->send(std::move(a.batch));
+  a.link->send(std::move(a.batch));
   a.batch = v1::Batch();
   a.records = 0;
   ++batches_;
@@ -138,15 +152,14 @@ bool SimAgents::finish(double timeout_s, std::string* error) {
   flushAll();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (true) {
-    size_t left = 0;
-    for (auto& a : agents_) left += a->spool->batches();
+    const size_t left = unackedBatches();
     if (left == 0) break;
     if (std::chrono::steady_clock::now() > deadline) {
       if (error) {
         *error = std::to_string(left) + " batch(es) not acknowledged by " + options_.analyzer +
                  " after " + std::to_string(static_cast<int>(timeout_s)) + " s";
         for (auto& a : agents_) {
-          if (std::string e = a->uplink->lastError(); !e.empty()) {
+          if (std::string e = a->link->lastError(); !e.empty()) {
             *error += " (" + e + ")";
             break;
           }
@@ -170,11 +183,10 @@ SimAgentsStats SimAgents::stats() const {
   s.seconds = seconds_;
   s.time_shift = shift_;
   for (auto& a : agents_) {
-    collector::UplinkStats u = a->uplink->stats();
-    s.acked += u.acked;
-    s.reconnects += u.reconnects;
+    s.acked += a->link->acked();
+    s.reconnects += a->link->reconnects();
   }
   return s;
 }
 
-}  // namespace netdiag::server
+}  // namespace netdiag::loadgen

@@ -1,43 +1,47 @@
 #pragma once
 
 // Synthetic agents: a RecordSink that streams a simulated fabric's telemetry
-// to a running analyzer over the agents' own wire, one Uplink (and gRPC
-// stream) per synthetic agent, the records of each node going to its
-// agent.
+// to a running analyzer over the agents' own wire, one AgentLink (a gRPC
+// stream on the callback API, loadgen/agent_link.h) per synthetic agent, the
+// records of each node going to its agent. Links share gRPC's threads and one
+// maintenance thread, so 16k of them are a few threads in all.
 //
-// Streams and the analyzer's authority (server/authority.h): when there is
-// a stream per node (the default up to kMaxPerNodeStreams nodes, or --agents
-// at least the node count), each is named after its node and says only what
+// Streams and the analyzer's authority (server/authority.h): by default
+// there is a stream per node, each named after its node and saying only what
 // that node's own agent would, so any analyzer accepts it. With fewer
-// streams than nodes, stream i is `sim-<i>` and speaks for the nodes
+// streams than nodes (--agents N), stream i is `sim-<i>` and speaks for the nodes
 // simAgentGroups() puts on it: the analyzer accepts those only when started
 // with `--accept-sim-agents N` for the same N. Telemetry times are shifted onto the wall clock (the
 // first record is stamped "now"); at speed S the records are paced so that S seconds of telemetry
-// go out per wall second (speed 0: as fast as the analyzer acknowledges, with the spools bounding
-// what is outstanding).
+// go out per wall second (speed 0: as fast as the analyzer acknowledges, with the unacknowledged
+// bytes bounding what is outstanding).
 //
 // `netdiag simulate --live` and the ingest benchmark use it.
 //
 // Thread-safety: feed it from one thread (the simulator's).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "collector/spool.h"
-#include "collector/uplink.h"
+#include "loadgen/agent_link.h"
 #include "telemetry/record.h"
 #include "topology/model.h"
 
-namespace netdiag::server {
+namespace netdiag::loadgen {
 
 struct SimAgentsOptions {
   std::string analyzer = "127.0.0.1:7600";
-  // 0: one stream per node up to kMaxPerNodeStreams nodes, else
-  // kDefaultGroupedAgents grouped streams; >= the node count: one per node.
+  // 0 or >= the node count: one stream per node; else this many grouped
+  // streams sim-0..sim-(N-1).
   size_t agents = 0;
+  // Streams per connection (HTTP/2 channel); 1, like real agents: each its
+  // own TCP connection.
+  size_t agents_per_connection = 1;
   double speed = 1;                               // telemetry seconds per wall second; 0: no pacing
   double batch_interval_s = 1;                    // telemetry time per batch
   size_t max_batch_records = 5000;                // a batch is sent early when this full
@@ -53,15 +57,6 @@ struct SimAgentsStats {
   double seconds = 0;     // wall time from the first record to the last ack
   double time_shift = 0;  // added to every telemetry time
 };
-
-inline constexpr size_t kMaxPerNodeStreams = 256;
-inline constexpr size_t kDefaultGroupedAgents = 64;
-
-// The grouping of nodes onto `n` grouped synthetic agents sim-0..sim-(n-1):
-// hosts round-robin over the agents, a switch to the agent its id falls to.
-// Per node: its agent's number. The analyzer's --accept-sim-agents uses the
-// same function, so both sides agree on who speaks for what.
-std::vector<uint32_t> simAgentGroups(const topology::Topology& topo, size_t n);
 
 // How many streams SimAgents opens for `requested` (SimAgentsOptions::agents)
 // and whether they are per node (named after the nodes) or grouped (sim-<i>).
@@ -89,16 +84,16 @@ class SimAgents final : public telemetry::RecordSink {
   // False when the streams are grouped sim-<i> agents (the analyzer needs
   // --accept-sim-agents agentCount()).
   bool perNode() const { return per_node_; }
-  const std::string& agentName(size_t i) const { return agents_[i]->name; }
+  const std::string& agentName(size_t i) const { return agents_[i]->link->agent(); }
 
  private:
   struct Agent {
-    std::string name;
-    std::unique_ptr<collector::Spool> spool;
-    std::unique_ptr<collector::Uplink> uplink;
+    std::unique_ptr<AgentLink> link;
     v1::Batch batch;
     size_t records = 0;
   };
+  uint64_t unackedBytes() const;
+  size_t unackedBatches() const;
   Agent& agentFor(topology::PortId port);
   void before(double t);  // pacing and batch boundaries
   void flush(Agent& a);
@@ -114,6 +109,8 @@ class SimAgents final : public telemetry::RecordSink {
   std::chrono::steady_clock::time_point wall_first_;
   uint64_t records_ = 0, batches_ = 0;
   double seconds_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread maintainer_;  // opens and reopens every link's stream
 };
 
-}  // namespace netdiag::server
+}  // namespace netdiag::loadgen
