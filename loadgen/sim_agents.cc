@@ -40,6 +40,10 @@ SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
       grpc::ChannelArguments args;
       // Its own connection, not a subchannel shared with the others.
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      // Reconnect as soon as the Uplink would after an analyzer restart
+      // (gRPC's own first backoff is 1 s).
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
       channel = grpc::CreateCustomChannel(options_.analyzer, creds, args);
     }
