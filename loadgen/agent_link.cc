@@ -193,29 +193,9 @@ void AgentLink::stop() {
   done_cv_.wait(lk, [&] { return !alive_; });
 }
 
-size_t AgentLink::unackedBatches() const {
+AgentLink::Stats AgentLink::stats() const {
   std::lock_guard lk(mu_);
-  return unacked_.size();
-}
-
-uint64_t AgentLink::unackedBytes() const {
-  std::lock_guard lk(mu_);
-  return unacked_bytes_;
-}
-
-uint64_t AgentLink::acked() const {
-  std::lock_guard lk(mu_);
-  return acked_;
-}
-
-uint64_t AgentLink::reconnects() const {
-  std::lock_guard lk(mu_);
-  return reconnects_;
-}
-
-std::string AgentLink::lastError() const {
-  std::lock_guard lk(mu_);
-  return last_error_;
+  return {unacked_.size(), unacked_bytes_, acked_, reconnects_, last_error_};
 }
 
 }  // namespace netdiag::loadgen

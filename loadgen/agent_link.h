@@ -8,7 +8,7 @@
 // The same wire contract as the Uplink: batches numbered per epoch (a random
 // one per link), each kept until its ack, every unacknowledged batch sent
 // again, in order, after a reconnect. No spool: what is unacknowledged lives
-// in memory and its size is readable (unackedBytes) for the caller's bound.
+// in memory and its size is readable (stats()) for the caller's bound.
 //
 // Thread-safety: send() from any thread; the rest is gRPC's reactions and
 // maintain(), serialized by the link's mutex.
@@ -44,11 +44,12 @@ class AgentLink {
   void stop();
 
   const std::string& agent() const { return agent_; }
-  size_t unackedBatches() const;
-  uint64_t unackedBytes() const;
-  uint64_t acked() const;
-  uint64_t reconnects() const;
-  std::string lastError() const;
+  struct Stats {
+    size_t unacked_batches = 0;
+    uint64_t unacked_bytes = 0, acked = 0, reconnects = 0;
+    std::string last_error;
+  };
+  Stats stats() const;
 
  private:
   class Call;

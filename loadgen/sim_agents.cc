@@ -71,13 +71,13 @@ SimAgents::~SimAgents() {
 
 uint64_t SimAgents::unackedBytes() const {
   uint64_t bytes = 0;
-  for (const auto& a : agents_) bytes += a->link->unackedBytes();
+  for (const auto& a : agents_) bytes += a->link->stats().unacked_bytes;
   return bytes;
 }
 
 size_t SimAgents::unackedBatches() const {
   size_t batches = 0;
-  for (const auto& a : agents_) batches += a->link->unackedBatches();
+  for (const auto& a : agents_) batches += a->link->stats().unacked_batches;
   return batches;
 }
 
@@ -163,7 +163,7 @@ bool SimAgents::finish(double timeout_s, std::string* error) {
         *error = std::to_string(left) + " batch(es) not acknowledged by " + options_.analyzer +
                  " after " + std::to_string(static_cast<int>(timeout_s)) + " s";
         for (auto& a : agents_) {
-          if (std::string e = a->link->lastError(); !e.empty()) {
+          if (std::string e = a->link->stats().last_error; !e.empty()) {
             *error += " (" + e + ")";
             break;
           }
@@ -187,8 +187,9 @@ SimAgentsStats SimAgents::stats() const {
   s.seconds = seconds_;
   s.time_shift = shift_;
   for (auto& a : agents_) {
-    s.acked += a->link->acked();
-    s.reconnects += a->link->reconnects();
+    const AgentLink::Stats l = a->link->stats();
+    s.acked += l.acked;
+    s.reconnects += l.reconnects;
   }
   return s;
 }

@@ -28,7 +28,7 @@ std::vector<std::string> peerIdentities(const grpc::ServerContextBase& context) 
 }
 
 AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& shared)
-    : context_(context), shared_(shared), peer_(context->peer()) {
+    : shared_(shared), peer_(context->peer()) {
   shared_.open.fetch_add(1);
   if (shared_.open_gauge) shared_.open_gauge->Increment();
   auto refuse = [&](grpc::Status status) {
@@ -39,7 +39,6 @@ AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& sha
     Finish(std::move(status));
   };
   if (shared_.open.load() > shared_.max_streams) {
-    shared_.refused.fetch_add(1);
     if (shared_.refused_counter) shared_.refused_counter->Increment();
     refuse(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         "netdiag analyzer: " + std::to_string(shared_.max_streams) +

@@ -49,9 +49,8 @@ struct StreamShared {
   LogFn log;
   bool require_client_identity = false;
   AgentRateLimiter& rate;
-  size_t max_streams = 0;            // beyond it a stream is refused (RESOURCE_EXHAUSTED)
-  std::atomic<size_t> open{0};       // streams alive now
-  std::atomic<uint64_t> refused{0};  // streams refused for the bound
+  size_t max_streams = 0;       // beyond it a stream is refused (RESOURCE_EXHAUSTED)
+  std::atomic<size_t> open{0};  // streams alive now
   // Their metrics when exported (CollectorService::exportMetrics).
   prometheus::Gauge* open_gauge = nullptr;
   prometheus::Counter* refused_counter = nullptr;
@@ -89,7 +88,6 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   void report(const Header& h, const BatchResult& r) const;
   std::string certifiedNames() const;
 
-  grpc::CallbackServerContext* const context_;
   StreamShared& shared_;
   const std::string peer_;
   std::vector<std::string> certified_;  // under mTLS: the names the certificate gives

@@ -44,8 +44,6 @@ class CollectorService final : public v1::Collector::CallbackService {
   // netdiag_agent_streams_open and netdiag_agent_streams_refused_total; call
   // before the server starts.
   void exportMetrics(prometheus::Registry& registry);
-  size_t openStreams() const { return shared_.open.load(); }
-  uint64_t refusedStreams() const { return shared_.refused.load(); }
 
  private:
   AgentRateLimiter rate_;

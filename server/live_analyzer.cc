@@ -779,9 +779,9 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
     m.queue.push(std::move(d));  // closed: `done` says not ingested
     return;
   }
-  // Called exactly once: here when queued now, else by the queue.
-  auto once = std::make_shared<std::function<void()>>(std::move(resume));
-  if (m.queue.offer(std::move(d), [once](bool) { (*once)(); })) (*once)();
+  // Exactly once: here when queued now, else by the queue (a copy: the
+  // lambda is built before offer() says which).
+  if (m.queue.offer(std::move(d), [resume](bool) { resume(); })) resume();
 }
 
 void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult)> done) {
