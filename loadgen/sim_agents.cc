@@ -99,6 +99,17 @@ void SimAgents::before(double t) {
   if (t < next_flush_) return;
   flushAll();
   while (next_flush_ <= t) next_flush_ += options_.batch_interval_s;
+  if (!heard_ && t >= t_first_ + std::max(options_.align_s, options_.batch_interval_s)) {
+    // The analyzer's watermark follows the agents it has heard from: until
+    // every agent's first window is acknowledged, one stream that got going
+    // late would find its records behind the others' (too_late). Bounded;
+    // finish() reports an analyzer that never answers.
+    heard_ = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (unackedBatches() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
   if (options_.speed > 0) {
     auto due = wall_first_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>((t - t_first_) / options_.speed));

@@ -11,10 +11,14 @@
 // that node's own agent would, so any analyzer accepts it. With fewer
 // streams than nodes (--agents N), stream i is `sim-<i>` and speaks for the nodes
 // simAgentGroups() puts on it: the analyzer accepts those only when started
-// with `--accept-sim-agents N` for the same N. Telemetry times are shifted onto the wall clock (the
-// first record is stamped "now"); at speed S the records are paced so that S seconds of telemetry
-// go out per wall second (speed 0: as fast as the analyzer acknowledges, with the unacknowledged
-// bytes bounding what is outstanding).
+// with `--accept-sim-agents N` for the same N. Telemetry times are shifted
+// onto the wall clock (the first record is stamped "now"); at speed S the
+// records are paced so that S seconds of telemetry go out per wall second
+// (speed 0: as fast as the analyzer acknowledges, with the unacknowledged
+// bytes bounding what is outstanding). The first window goes out alone: the
+// rest waits until every agent's batches of it are acknowledged, so that the
+// analyzer has heard from all of them before any runs ahead (its watermark
+// follows the agents it has heard from).
 //
 // `netdiag simulate --live` and the ingest benchmark use it.
 //
@@ -105,6 +109,7 @@ class SimAgents final : public telemetry::RecordSink {
   std::vector<uint32_t> agent_of_node_;
   bool per_node_ = false;
   bool started_ = false;
+  bool heard_ = false;  // every agent's first window acknowledged (or given up on)
   double t_first_ = 0, shift_ = 0, next_flush_ = 0;
   std::chrono::steady_clock::time_point wall_first_;
   uint64_t records_ = 0, batches_ = 0;

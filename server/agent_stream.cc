@@ -29,8 +29,6 @@ std::vector<std::string> peerIdentities(const grpc::ServerContextBase& context) 
 
 AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& shared)
     : shared_(shared), peer_(context->peer()) {
-  shared_.open.fetch_add(1);
-  if (shared_.open_gauge) shared_.open_gauge->Increment();
   auto refuse = [&](grpc::Status status) {
     {
       std::lock_guard lk(mu_);
@@ -38,13 +36,18 @@ AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& sha
     }
     Finish(std::move(status));
   };
-  if (shared_.open.load() > shared_.max_streams) {
+  // Counted only once admitted: a refused stream, still being torn down,
+  // neither holds a place nor shows as open.
+  if (shared_.open.fetch_add(1) >= shared_.max_streams) {
+    shared_.open.fetch_sub(1);
     if (shared_.refused_counter) shared_.refused_counter->Increment();
     refuse(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         "netdiag analyzer: " + std::to_string(shared_.max_streams) +
                             " agent streams are open, the most it takes (--max-agent-streams)"));
     return;
   }
+  admitted_ = true;
+  if (shared_.open_gauge) shared_.open_gauge->Increment();
   if (shared_.require_client_identity) {
     certified_ = peerIdentities(*context);
     if (certified_.empty()) {
@@ -59,6 +62,7 @@ AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& sha
 }
 
 AgentStream::~AgentStream() {
+  if (!admitted_) return;
   shared_.open.fetch_sub(1);
   if (shared_.open_gauge) shared_.open_gauge->Decrement();
 }

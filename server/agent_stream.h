@@ -50,7 +50,7 @@ struct StreamShared {
   bool require_client_identity = false;
   AgentRateLimiter& rate;
   size_t max_streams = 0;       // beyond it a stream is refused (RESOURCE_EXHAUSTED)
-  std::atomic<size_t> open{0};  // streams alive now
+  std::atomic<size_t> open{0};  // streams admitted and alive now
   // Their metrics when exported (CollectorService::exportMetrics).
   prometheus::Gauge* open_gauge = nullptr;
   prometheus::Counter* refused_counter = nullptr;
@@ -90,6 +90,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
 
   StreamShared& shared_;
   const std::string peer_;
+  bool admitted_ = false;               // within max_streams: counted in `open`
   std::vector<std::string> certified_;  // under mTLS: the names the certificate gives
 
   // The read chain's own (one read at a time).

@@ -1087,6 +1087,8 @@ faults:
   }
   EXPECT_EQ(d.daemon->analyzer().counters().not_authorized, 0u)
       << "each synthetic agent speaks only for its node";
+  EXPECT_EQ(d.daemon->analyzer().counters().too_late, 0u)
+      << "every stream was up before the first record, so none fell behind the others";
   std::string id;
   ASSERT_TRUE(waitFor([&] {
     json j = json::parse(d.http().Get("/api/v1/locate")->body);
