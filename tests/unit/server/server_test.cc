@@ -1098,12 +1098,13 @@ faults:
     return !id.empty();
   })) << "no open incident on "
       << faulty;
-  // One page: any other open incident is an unlocalized suspect group
-  // (localized_at null), which pages nobody.
+  // One page, and no other incident either (not even an unlocalized suspect
+  // group: one appeared while a late-starting stream's records were too_late).
   json located = json::parse(d.http().Get("/api/v1/locate")->body);
   size_t localized = 0;
   for (const auto& i : located["incidents"]) localized += i["localized_at"].is_null() ? 0 : 1;
   EXPECT_EQ(localized, 1u) << located.dump(1);
+  EXPECT_EQ(located["incidents"].size(), 1u) << located.dump(1);
   json one = json::parse(d.http().Get("/api/v1/incidents/" + id)->body);
   EXPECT_EQ(one["incident"]["link"], faulty);
   EXPECT_EQ(one["link"]["link"], faulty);
