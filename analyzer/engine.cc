@@ -197,8 +197,18 @@ struct Engine::Impl {
       const bool down = evidence.reportedDown(l);
       const bool flapping = carrier >= FabricEvidence::kFlapChanges;
       if (!down && !flapping) continue;
+      // The probes' loss can reach the engine a pass or two before the
+      // counters do (SNMP polls late): a direction already open on that loss
+      // is this fault and takes its kind, rather than staying beside it as
+      // a second fault. A direction a hypothesis saw this pass was
+      // classified with the counters already.
       Key key{Key::kLink, 2 * l}, rkey{Key::kLink, 2 * l + 1};
-      if (incidents.seen(key) || incidents.seen(rkey)) continue;
+      std::vector<Key> keys;
+      for (const Key& k : {key, rkey}) {
+        if (incidents.isOpen(k) && !incidents.seen(k)) keys.push_back(k);
+      }
+      if (keys.empty() && !incidents.seen(key) && !incidents.seen(rkey)) keys.push_back(key);
+      if (keys.empty()) continue;
       // Every link of a host down is usually the host going down (a reboot):
       // said in the evidence, while the incident names what is certain, the
       // link (formats.md §4 counts it for a rebooting host too).
@@ -220,7 +230,7 @@ struct Engine::Impl {
                           " is down: the host itself is likely down or rebooting";
       }
       f.strength = Finding::Strength::kCertain;
-      incidents.observe(key, f, now);
+      for (const Key& k : keys) incidents.observe(k, f, now);
     }
   }
 

@@ -86,6 +86,11 @@ class Explainer {
   // `when`: only the segments of windows ending at times it accepts.
   void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false,
                  const std::function<bool(double)>* when = nullptr);
+  // A carrier change on link `l` makes the switches at its ends reconverge
+  // (routes withdrawn, ECMP groups rebuilt): flows through them lose
+  // packets for a few seconds on links that never changed. Those links'
+  // losses in the windows the change touched are explained, like `l`'s.
+  void explainConvergence(LinkId l);
   void explain(const Key& key, const Candidate& c);
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
@@ -514,6 +519,44 @@ void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache
   }
 }
 
+void Explainer::explainConvergence(LinkId l) {
+  if (ev_.carrierChanges(l) < 1) return;
+  // Only the few segments near the change: a spine has many links.
+  std::vector<char> touched(segs_.size(), 0);
+  std::vector<uint32_t> near_change;
+  for (uint32_t i = 0; i < segs_.size(); ++i) {
+    if (!ev_.carrierTransientAt(l, segs_[i].t, ev_.bucketWidth())) continue;
+    touched[i] = 1;
+    near_change.push_back(i);
+  }
+  if (near_change.empty()) return;
+  for (PortId end : {topo_.link(l).a, topo_.link(l).b}) {
+    const NodeId sw = topo_.port(end).node;
+    if (topo_.node(sw).isHost()) continue;
+    for (PortId p : topo_.portsOf(sw)) {
+      const LinkId m = topo_.port(p).link;
+      if (m == kNone || m == l) continue;
+      for (DirLinkId d : {2 * m, 2 * m + 1}) {
+        if (auto it = link_segs_.find(d); it != link_segs_.end()) {
+          for (uint32_t i : it->second) {
+            if (!touched[i]) continue;
+            touched[i] = 2;  // crossed d for certain
+            discount(i, 1.0);
+          }
+        }
+        for (uint32_t i : near_change) {
+          if (touched[i] == 2) {
+            touched[i] = 1;
+            continue;
+          }
+          const double s_max = unseenShare(segs_[i], d, true);
+          if (s_max > 0) discount(i, crossedPosterior(segs_[i], s_max, std::nullopt));
+        }
+      }
+    }
+  }
+}
+
 void Explainer::explain(const Key& key, const Candidate& c) {
   if (key.kind == Key::kLink) {
     explainBy(key.id, std::max(c.loss, 1e-9));
@@ -545,6 +588,7 @@ std::vector<Hypothesis> Explainer::run() {
       // Flows reroute around such a link, so remembered paths are suspect.
       explainBy(d, std::nullopt, true, when ? &*when : nullptr);
     }
+    explainConvergence(l);
   }
   unclaimed_ = unexplained_;
   // Segments claimed by a paged incident count for nobody else.

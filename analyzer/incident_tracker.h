@@ -51,6 +51,11 @@ class IncidentTracker {
   // Whether `key` has a finding this pass (a remembered, recovering fault
   // that is no incident any more does not count).
   bool seen(const Key& key) const { return seen_.contains(key); }
+  // Whether `key` has an open incident (seen this pass or not).
+  bool isOpen(const Key& key) const {
+    auto it = tracked_.find(key);
+    return it != tracked_.end() && it->second.open;
+  }
   // The loss rate recovery must rule out for the incident of `key` (the low
   // end of what it paged at), while that matters: it is open and localized,
   // or it resolved within the horizon (whose evidence still holds the fault).
