@@ -475,6 +475,7 @@ fabric_loss_del "$S_LOSS_NODE" "$S_LOSS_PORT"
 S_DOWN_NODE=leaf1; S_DOWN_PORT=swp3
 S_DOWN_LINK="$S_DOWN_NODE:$S_DOWN_PORT->${FAB_PEER[$S_DOWN_NODE:$S_DOWN_PORT]}"
 S_DOWN_REV=$(reverse_link "$S_DOWN_LINK")
+S_DOWN_AT=$(date +%s)
 fabric_link_set "$S_DOWN_NODE" "$S_DOWN_PORT" down
 t=$SECONDS; found=""; kinds=""
 while ((SECONDS - t < 60)); do
@@ -488,6 +489,7 @@ e2e_result "snmp: link down located" "a link_down incident on $S_DOWN_LINK (eith
 # Down for two more engine passes, as traffic moves to the other paths
 # (what that pages is checked at the end).
 wait_passes 2 30
+S_UP_AT=$(date +%s)
 fabric_link_set "$S_DOWN_NODE" "$S_DOWN_PORT" up
 fabric_wait_ecmp 30 >/dev/null
 t=$SECONDS; open=""
@@ -539,5 +541,14 @@ e2e_result "snmp: nothing else" "no other incident localized since the switchove
   "$(jq length <<<"$new_incidents") new; others localized: ${others:-none}; not localized: ${candidates:-none}; target_up 1: ${up:-none}" \
   "$([[ -z $others && $up == "$switches" ]]; echo $?)"
 
+# What a failure needs to be understood: the others' times against the
+# link's down (at 0) and up, and what they were paged on.
+if [[ -n $others ]]; then
+  echo "link down at 0, up at $((S_UP_AT - S_DOWN_AT)) s; incidents since the switchover, times from the down:"
+  jq -c --argjson t0 "$S_DOWN_AT" '.[] | select(.localized_at != null) | {id, kind, link, ports,
+    opened: (.opened_at - $t0 | floor), localized: (.localized_at - $t0 | floor),
+    resolved: (if .resolved_at then .resolved_at - $t0 | floor else null end),
+    confidence, summary: .evidence.summary}' <<<"$new_incidents"
+fi
 echo "final open incidents: $(locate_json | jq -c '[.incidents[]? | {kind, link, ports}]')"
 e2e_summary
