@@ -58,7 +58,13 @@ AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& sha
       return;
     }
   }
-  StartRead(&batch_);
+  StartRead(nextBatch());
+}
+
+v1::Batch* AgentStream::nextBatch() {
+  arena_.Reset();
+  batch_ = google::protobuf::Arena::CreateMessage<v1::Batch>(&arena_);
+  return batch_;
 }
 
 AgentStream::~AgentStream() {
@@ -86,23 +92,23 @@ void AgentStream::OnReadDone(bool ok) {
 }
 
 void AgentStream::handle() {
-  if (!agent_.empty() && batch_.agent() != agent_) {
+  if (!agent_.empty() && batch_->agent() != agent_) {
     deny("this stream sends as agent " + shown(agent_) + "; a batch as agent " +
-         shown(batch_.agent()) + " is refused (one stream, one identity)");
+         shown(batch_->agent()) + " is refused (one stream, one identity)");
     return;
   }
-  if (agent_.empty() && !batch_.agent().empty()) {
+  if (agent_.empty() && !batch_->agent().empty()) {
     if (shared_.require_client_identity &&
-        std::find(certified_.begin(), certified_.end(), batch_.agent()) == certified_.end()) {
+        std::find(certified_.begin(), certified_.end(), batch_->agent()) == certified_.end()) {
       deny("the client certificate names " + certifiedNames() + ", not the agent " +
-           shown(batch_.agent()) +
+           shown(batch_->agent()) +
            " the stream sends as: give the agent a certificate whose SAN (DNS) or CN is its "
            "node name");
       return;
     }
     std::lock_guard lk(mu_);
     if (finished_) return;  // cancelled meanwhile
-    agent_ = batch_.agent();
+    agent_ = batch_->agent();
     shared_.analyzer.streamOpened(agent_);
     opened_ = true;
   }
@@ -110,14 +116,14 @@ void AgentStream::handle() {
     // Over its rate: the batch waits (no read meanwhile) before it is
     // ingested and acknowledged.
     const bool known =
-        shared_.analyzer.authority().identify(batch_.agent()).kind != Authority::Kind::kUnknown;
-    const size_t records = static_cast<size_t>(batch_.probes_size()) +
-                           static_cast<size_t>(batch_.ports_size()) +
-                           static_cast<size_t>(batch_.lldp_size());
+        shared_.analyzer.authority().identify(batch_->agent()).kind != Authority::Kind::kUnknown;
+    const size_t records = static_cast<size_t>(batch_->probes_size()) +
+                           static_cast<size_t>(batch_->ports_size()) +
+                           static_cast<size_t>(batch_->lldp_size());
     using Clock = std::chrono::steady_clock;
     const auto now = Clock::now();
     const double wait =
-        shared_.rate.reserve(known ? batch_.agent() : "(unknown)", records,
+        shared_.rate.reserve(known ? batch_->agent() : "(unknown)", records,
                              std::chrono::duration<double>(now.time_since_epoch()).count());
     if (wait > 0) {
       {
@@ -154,8 +160,8 @@ void AgentStream::submitIt() {
     refs_ += 2;  // the result's and the resumption's
   }
   shared_.analyzer.submit(
-      batch_,
-      [this, header = Header{batch_.agent(), batch_.epoch(), batch_.seq()}](BatchResult r) {
+      *batch_,
+      [this, header = Header{batch_->agent(), batch_->epoch(), batch_->seq()}](BatchResult r) {
         acked(header, std::move(r));
       },
       // The batch was decoded before this runs, so batch_ may take the next.
@@ -166,7 +172,7 @@ void AgentStream::submitIt() {
           read = !finished_ && !reads_done_;
         }
         if (read) {
-          StartRead(&batch_);
+          StartRead(nextBatch());
         } else {
           maybeFinish();
         }
@@ -225,7 +231,8 @@ void AgentStream::OnWriteDone(bool ok) {
 }
 
 void AgentStream::deny(const std::string& why) {
-  std::string line = shared_.analyzer.refuse(agent_.empty() ? batch_.agent() : agent_, batch_, why);
+  std::string line =
+      shared_.analyzer.refuse(agent_.empty() ? batch_->agent() : agent_, *batch_, why);
   if (!line.empty() && shared_.log) shared_.log(line + " (" + peer_ + ")");
   {
     std::lock_guard lk(mu_);

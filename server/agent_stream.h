@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 #include <prometheus/counter.h>
@@ -93,8 +94,13 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   bool admitted_ = false;               // within max_streams: counted in `open`
   std::vector<std::string> certified_;  // under mTLS: the names the certificate gives
 
-  // The read chain's own (one read at a time).
-  v1::Batch batch_;
+  // The read chain's own (one read at a time). Each batch is parsed into
+  // an arena that is emptied before the next read: a cleared message would
+  // keep its largest batch's records allocated, and 16k mostly idle
+  // streams would hold gigabytes for nothing (docs/benchmarks.md).
+  v1::Batch* nextBatch();
+  google::protobuf::Arena arena_;
+  v1::Batch* batch_ = nullptr;
   std::string agent_;  // the stream's identity, from its first batch
   bool opened_ = false;
   grpc::Alarm alarm_;  // a rate wait
