@@ -1,5 +1,6 @@
 #include "analyzer/engine.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -78,6 +79,17 @@ struct Engine::Impl {
   }
 
   void pass(double now) {
+    const auto started = std::chrono::system_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
+    decide(now);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats.pass_seconds += took;
+    stats.last_pass_seconds = took;
+    stats.last_pass_started = std::chrono::duration<double>(started.time_since_epoch()).count();
+  }
+
+  void decide(double now) {
     ++stats.passes;
     evidence.advanceTo(now);
     incidents.beginPass();

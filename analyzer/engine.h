@@ -57,6 +57,10 @@ struct IngestStats {
   uint64_t late = 0;      // older than the newest t but within tolerance
   uint64_t too_late = 0;  // older than the tolerance: stored, not used for past decisions
   uint64_t passes = 0;
+  // Wall time the passes took (not the log's clock): what a pass costs live.
+  double pass_seconds = 0;       // all passes
+  double last_pass_seconds = 0;  // the newest
+  double last_pass_started = 0;  // Unix time (system clock) the newest began
 };
 
 // Probes whose known path crossed a directed link, over the horizon.

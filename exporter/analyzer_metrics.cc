@@ -125,6 +125,10 @@ struct AnalyzerMetrics::Impl {
   CounterFrom batches, duplicates, probes, ports, lldp, malformed, future, not_authorized, late,
       too_late, passes;
   // The analyzer itself.
+  prometheus::Counter& pass_seconds;
+  double pass_seconds_seen = 0;
+  prometheus::Gauge& last_pass_seconds;
+  prometheus::Gauge& last_pass_started;
   prometheus::Gauge& background_loss;
   prometheus::Gauge& telemetry_time;
   prometheus::Gauge& last_update;
@@ -314,6 +318,22 @@ struct AnalyzerMetrics::Impl {
                    .Help("Decision passes the engine has run.")
                    .Register(*registry)
                    .Add({})),
+        pass_seconds(prometheus::BuildCounter()
+                         .Name("netdiag_engine_pass_seconds_total")
+                         .Help("Wall time the engine's passes took, summed (over "
+                               "netdiag_engine_passes_total: the mean pass).")
+                         .Register(*registry)
+                         .Add({})),
+        last_pass_seconds(prometheus::BuildGauge()
+                              .Name("netdiag_engine_last_pass_duration_seconds")
+                              .Help("Wall time the newest pass took.")
+                              .Register(*registry)
+                              .Add({})),
+        last_pass_started(prometheus::BuildGauge()
+                              .Name("netdiag_engine_last_pass_start_timestamp_seconds")
+                              .Help("Wall-clock Unix time the newest pass began.")
+                              .Register(*registry)
+                              .Add({})),
         background_loss(
             prometheus::BuildGauge()
                 .Name("netdiag_background_loss_ratio")
@@ -590,7 +610,18 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   m.not_authorized.advance(ingest.not_authorized);
   m.late.advance(ingest.late);
   m.too_late.advance(ingest.too_late);
-  m.passes.advance(engine.stats().passes);
+  const analyzer::IngestStats stats = engine.stats();
+  m.passes.advance(stats.passes);
+  // (A smaller sum means a new engine: count it from zero, as CounterFrom.)
+  const double pass_delta = stats.pass_seconds >= m.pass_seconds_seen
+                                ? stats.pass_seconds - m.pass_seconds_seen
+                                : stats.pass_seconds;
+  if (pass_delta > 0) m.pass_seconds.Increment(pass_delta);
+  m.pass_seconds_seen = stats.pass_seconds;
+  if (stats.passes > 0) {
+    m.last_pass_seconds.Set(stats.last_pass_seconds);
+    m.last_pass_started.Set(stats.last_pass_started);
+  }
 
   m.background_loss.Set(q0);
   m.telemetry_time.Set(report.generated_at);

@@ -235,6 +235,18 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_EQ(value(s, "netdiag_ingest_batches_total"), static_cast<double>(ingest.batches));
   EXPECT_EQ(value(s, "netdiag_ingest_records_total", {{"kind", "lldp"}}), 0.0);
   EXPECT_EQ(value(s, "netdiag_engine_passes_total"), static_cast<double>(engine.stats().passes));
+  // What the passes cost in wall time: the sum, and the newest one's start
+  // and length (readers tell from these whether they overlapped a pass).
+  ASSERT_GT(engine.stats().passes, 0u);
+  EXPECT_NEAR(value(s, "netdiag_engine_pass_seconds_total").value_or(-1),
+              engine.stats().pass_seconds, 1e-9);
+  EXPECT_GT(value(s, "netdiag_engine_pass_seconds_total"), 0.0);
+  EXPECT_NEAR(value(s, "netdiag_engine_last_pass_duration_seconds").value_or(-1),
+              engine.stats().last_pass_seconds, 1e-9);
+  EXPECT_LE(value(s, "netdiag_engine_last_pass_duration_seconds"),
+            value(s, "netdiag_engine_pass_seconds_total"));
+  // Unix time (the test's fabric runs on its own clock, the pass on the wall's).
+  EXPECT_GT(value(s, "netdiag_engine_last_pass_start_timestamp_seconds"), 1.6e9);
 
   // Agents.
   EXPECT_EQ(value(s, "netdiag_agent_connected", {{"agent", "host0"}}), 1.0);
