@@ -55,6 +55,7 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   so.analyzer = o.live;
   so.agents = o.agents;
   so.speed = o.speed;
+  so.connect_timeout_s = o.live_timeout_s;
   collector::UplinkOptions check;
   check.analyzer = o.live;
   check.agent = "sim";

@@ -47,11 +47,13 @@ class AgentLink::Call final : public grpc::ClientBidiReactor<v1::Batch, v1::Ack>
   std::shared_ptr<const v1::Batch> writing_;
 };
 
-AgentLink::AgentLink(std::shared_ptr<grpc::Channel> channel, std::string agent, uint64_t epoch)
+AgentLink::AgentLink(std::shared_ptr<grpc::Channel> channel, std::string agent, uint64_t epoch,
+                     Outstanding* totals)
     : channel_(std::move(channel)),
       stub_(v1::Collector::NewStub(channel_)),
       agent_(std::move(agent)),
-      epoch_(epoch) {}
+      epoch_(epoch),
+      totals_(totals) {}
 
 AgentLink::~AgentLink() { stop(); }
 
@@ -64,7 +66,9 @@ void AgentLink::send(v1::Batch batch) {
     std::lock_guard lk(mu_);
     const uint64_t seq = next_seq_++;
     batch.set_seq(seq);
-    unacked_bytes_ += batch.ByteSizeLong();
+    const uint64_t bytes = batch.ByteSizeLong();
+    unacked_bytes_ += bytes;
+    if (totals_) totals_->bytes += bytes, ++totals_->batches;
     unacked_.emplace(seq, std::make_shared<const v1::Batch>(std::move(batch)));
     call = nextWriteLocked(next);
   }
@@ -109,7 +113,9 @@ void AgentLink::onAck(const v1::Ack& ack) {
   if (ack.epoch() != epoch_) return;
   auto it = unacked_.find(ack.seq());
   if (it == unacked_.end()) return;
-  unacked_bytes_ -= it->second->ByteSizeLong();
+  const uint64_t bytes = it->second->ByteSizeLong();
+  unacked_bytes_ -= bytes;
+  if (totals_) totals_->bytes -= bytes, --totals_->batches;
   unacked_.erase(it);
   ++acked_;
   backoff_s_ = 0.1;

@@ -13,6 +13,7 @@
 // Thread-safety: send() from any thread; the rest is gRPC's reactions and
 // maintain(), serialized by the link's mutex.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -27,9 +28,18 @@
 
 namespace netdiag::loadgen {
 
+// What many links have unacknowledged together, kept as they go, so that a
+// caller bounding it reads two atomics instead of every link's stats().
+struct Outstanding {
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<size_t> batches{0};
+};
+
 class AgentLink {
  public:
-  AgentLink(std::shared_ptr<grpc::Channel> channel, std::string agent, uint64_t epoch);
+  // `totals` (optional) must outlive the link.
+  AgentLink(std::shared_ptr<grpc::Channel> channel, std::string agent, uint64_t epoch,
+            Outstanding* totals = nullptr);
   ~AgentLink();  // stop()
   AgentLink(const AgentLink&) = delete;
   AgentLink& operator=(const AgentLink&) = delete;
@@ -70,6 +80,7 @@ class AgentLink {
   const std::unique_ptr<v1::Collector::Stub> stub_;
   const std::string agent_;
   const uint64_t epoch_;
+  Outstanding* const totals_;
 
   mutable std::mutex mu_;
   std::condition_variable done_cv_;

@@ -51,6 +51,9 @@ struct SimAgentsOptions {
   size_t max_batch_records = 5000;                // a batch is sent early when this full
   uint64_t max_outstanding_bytes = 256ull << 20;  // unacknowledged, all agents together
   std::string tls_ca, tls_cert, tls_key;
+  // Every connection is up before the first record is stamped, or this
+  // much time passed (the rest connect as they can).
+  double connect_timeout_s = 120;
   // The shift is a multiple of this, so simulated windows keep their
   // alignment with the analyzer's pass boundaries (multiples of 5 s).
   double align_s = 5;
@@ -105,6 +108,7 @@ class SimAgents final : public telemetry::RecordSink {
 
   const topology::Topology& topo_;
   const SimAgentsOptions options_;
+  Outstanding outstanding_;  // every link's unacknowledged, summed as they go
   std::vector<std::unique_ptr<Agent>> agents_;
   std::vector<uint32_t> agent_of_node_;
   bool per_node_ = false;
