@@ -275,6 +275,8 @@ struct Agent::Impl {
       ro.burst_per_source = std::max(10.0, cfg.responder_rate_limit / 10);
       ro.global_rate = responderGlobalRate();
       ro.global_burst = std::max(100.0, ro.global_rate / 10);
+      if (plan->probed_by_known())
+        ro.allow_only.emplace(plan->probed_by_addrs().begin(), plan->probed_by_addrs().end());
       std::string err;
       responder = Responder::start(ro, &err);
       if (!responder) log("responder not running: " + err);

@@ -157,6 +157,7 @@ std::unique_ptr<Responder> Responder::start(const ResponderOptions& options, std
   int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) return fail("eventfd", fd);
   std::unique_ptr<Responder> r(new Responder(options, fd, wake, ntohs(sa.sin_port)));
+  if (options.allow_only) r->allowOnly(*options.allow_only, 0);  // what is not IPv4: ignored
   r->thread_ = std::thread([p = r.get()] { p->loop(); });
   return r;
 }

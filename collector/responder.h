@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +43,11 @@ struct ResponderOptions {
   // All sources together (setGlobalRate() changes them); rate <= 0: none.
   double global_rate = 20000;  // replies per second
   double global_burst = 2000;
+  // Set: the sources answered from the first datagram on (allowOnly()
+  // before the receive thread starts; what is not IPv4 is ignored), so a
+  // responder started for a plan with a list never answers anyone else,
+  // not even for a moment.
+  std::optional<std::vector<std::string>> allow_only;
   // Test hooks on the real path (0 = off): ignore every Nth valid counted
   // probe as if it never arrived (a loss on the way out), or count every Nth
   // but send no reply (a loss on the way back).
@@ -84,7 +90,7 @@ class Responder {
   // A responder just started has answered nobody: its first list is in
   // force at once.
   std::vector<std::string> allowOnly(const std::vector<std::string>& addrs, double grace_s);
-  // Answers every source (the state after start()).
+  // Answers every source (the state after start() without allow_only).
   void allowEveryone();
   void setGlobalRate(double rate, double burst);
   void stop();

@@ -131,7 +131,13 @@ TEST(Agent, RunsItsSourcesAndExportsTheirPollsPerTarget) {
             2);  // nd-b0, each read
 }
 
-// Sends one probe from `from` to 127.0.0.1:`port`; true if answered within 300 ms.
+// This test's responder address: its own loopback address, so that another
+// test's responder, which binds 127.0.0.1 and may draw the same free port,
+// can never be the one that answers.
+constexpr const char* kResponderAddress = "127.0.59.1";
+
+// Sends one probe from `from` to kResponderAddress:`port`; true if answered
+// within 300 ms.
 bool probeAnswered(const char* from, uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in src{};
@@ -140,7 +146,7 @@ bool probeAnswered(const char* from, uint16_t port) {
   sockaddr_in dst{};
   dst.sin_family = AF_INET;
   dst.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  inet_pton(AF_INET, kResponderAddress, &dst.sin_addr);
   bool ok = false;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0 &&
       ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0) {
@@ -185,7 +191,7 @@ TEST(Agent, ResponderAnswersThePlansSourcesAndThePreviousOnesForTheGracePeriod) 
   cfg.plan_refresh = 0.5;  // grace: 2 x 0.5 s
   cfg.sysfs_root = (dir / "sys").string();
   cfg.batch_interval = 0.1;
-  cfg.responder_address = "127.0.0.1";
+  cfg.responder_address = kResponderAddress;
   cfg.lldp = false;
   std::string error;
   std::vector<std::string> logs;
@@ -206,9 +212,13 @@ TEST(Agent, ResponderAnswersThePlansSourcesAndThePreviousOnesForTheGracePeriod) 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   };
+  auto logged = [&] {
+    std::lock_guard lock(logs_mu);
+    return ::testing::PrintToString(logs);
+  };
   waitFor("127.0.0.2");
-  EXPECT_TRUE(probeAnswered("127.0.0.2", port));
-  EXPECT_FALSE(probeAnswered("127.0.0.3", port));
+  EXPECT_TRUE(probeAnswered("127.0.0.2", port)) << logged();
+  EXPECT_FALSE(probeAnswered("127.0.0.3", port)) << logged();
   // The re-plan: 127.0.0.3 in, 127.0.0.2 out but within its grace.
   writePlan(2, R"("127.0.0.3")");
   waitFor("127.0.0.3");

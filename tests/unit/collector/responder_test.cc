@@ -278,6 +278,21 @@ TEST(Responder, AnswersOnlySourcesInItsListAndCountsTheRest) {
   EXPECT_EQ(answered(stranger, 2), 2u);
 }
 
+TEST(Responder, StartedWithAListNeverAnswersAnyoneElse) {
+  ResponderOptions o = loopbackOptions();
+  o.allow_only = std::vector<std::string>{"127.0.0.2", "not-an-address"};
+  auto r = startOrDie(o);
+  ASSERT_NE(r, nullptr);
+  // In force before the first datagram: no window in which everyone is.
+  EXPECT_FALSE(r->stats().everyone);
+  EXPECT_EQ(r->stats().allowed, 1u);
+  Client stranger(r->port(), "127.0.0.1");
+  Client peer(r->port(), "127.0.0.2");
+  EXPECT_EQ(answered(stranger, 3), 0u);
+  EXPECT_EQ(answered(peer, 2), 2u);
+  EXPECT_EQ(r->stats().not_in_plan, 3u);
+}
+
 TEST(Responder, KeepsTheReplacedListsSourcesForTheGracePeriodOnly) {
   auto r = startOrDie(loopbackOptions());
   ASSERT_NE(r, nullptr);
