@@ -197,8 +197,44 @@ struct Engine::Impl {
       f.strength = alt_only >= cfg.page_confidence && s.z * s.z / 2 >= page_bar
                        ? Finding::Strength::kStrong
                        : Finding::Strength::kWeak;
+      if (const NodeId host = slowHostAlternative(s); host != kNone) {
+        f.candidates.push_back(Suspect{kNone, host});
+        f.evidence.summary = "one of 2: " + f.evidence.summary + "; not told apart from host " +
+                             topo.node(host).name + " itself (a stack answering late)";
+      }
       incidents.observe(key, f, now);
     }
+  }
+
+  // A slow access link is also its host's own stack answering late: a busy
+  // host delays every flow it sends or answers, and every round trip of
+  // the host crosses both directions of its access link, so round-trip
+  // times alone cannot tell the cable from the host. The host's other
+  // ports can: if their flows are not slow (the host's delay would be on
+  // them too), it is the cable. Returns the host while it stays in the
+  // group, kNone otherwise.
+  NodeId slowHostAlternative(const SlowLink& s) const {
+    const bool into_host = topo.node(topo.dirDstNode(s.link)).isHost();
+    if (!into_host && !topo.node(topo.dirSrcNode(s.link)).isHost()) return kNone;
+    const PortId host_port = into_host ? topo.dirDstPort(s.link) : topo.dirSrcPort(s.link);
+    const NodeId host = topo.port(host_port).node;
+    const LatencyEvidence& latency = evidence.latency();
+    Tally others;
+    for (PortId p : topo.portsOf(host)) {
+      if (p == host_port) continue;
+      // Every round trip of that port leaves by its egress (a probe out, or
+      // the reply to one): one direction counts each record once.
+      if (const DirLinkId d = topo.egressOf(p); d != kNone) {
+        const Tally t = latency.excessOf(d);
+        others.add(t.n, t.k);
+      }
+    }
+    if (others.n < 10) return host;
+    // The host hypothesis puts s.added_us on the other ports' flows too:
+    // refuted when their mean is that far below it, by ln 99 nats (z^2 / 2).
+    const double sigma = std::max(latency.sigma(), 1e-9);
+    const double short_z = (s.added_us - others.k / others.n) * std::sqrt(others.n) / sigma;
+    return short_z * short_z / 2 >= std::log(99.0) && short_z > 0 ? kNone : host;
   }
 
   // Counter evidence alone: a link reported down on either end, or flapping.

@@ -51,12 +51,18 @@ void LatencyEvidence::advanceTo(double now, double horizon_s) {
   while (!slow_.empty() && slow_.front().t < now - horizon_s) slow_.pop_front();
 }
 
+Tally LatencyEvidence::excessOf(DirLinkId d) const { return decode(excess_.total(d)); }
+
+double LatencyEvidence::sigma() const {
+  const Tally spread = spread_.total(0);
+  return spread.n > 0 ? std::sqrt(spread.k / spread.n) : 0;
+}
+
 std::vector<SlowLink> LatencyEvidence::slowLinks(double min_added_us, double min_z,
                                                  const ShareFn& share) const {
   std::vector<SlowLink> out;
-  Tally spread = spread_.total(0);
-  if (spread.n < 100) return out;
-  const double sigma = std::sqrt(spread.k / spread.n);
+  if (spread_.total(0).n < 100) return out;
+  const double sigma = this->sigma();
   // Candidates: links crossed by slow records.
   std::unordered_map<DirLinkId, Tally> cand;
   for (const Slow& s : slow_) {

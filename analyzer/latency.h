@@ -39,6 +39,11 @@ class LatencyEvidence {
   // on their unseen return (`share` > 0 there).
   using ShareFn = std::function<double(NodeId from, NodeId to, DirLinkId d)>;
   std::vector<SlowLink> slowLinks(double min_added_us, double min_z, const ShareFn& share) const;
+  // What the records that crossed `d` for certain carry, before explaining
+  // away: n = records, k = their summed excess (us).
+  Tally excessOf(DirLinkId d) const;
+  // The spread of one record's excess (us): the scale of every z above.
+  double sigma() const;
 
  private:
   struct Slow {

@@ -162,11 +162,11 @@ struct Fabric {
   std::vector<NodeId> spines, leaves;
   std::vector<PortId> hosts;  // host ports, in port-id order
 
-  explicit Fabric(int spine_count = 2, int leaf_count = 4, int hosts_per_leaf = 2)
+  explicit Fabric(int spine_count = 2, int leaf_count = 4, int hosts_per_leaf = 2, int nics = 1)
       : t(topology::generateLeafSpine({.spines = spine_count,
                                        .leaves = leaf_count,
                                        .hosts_per_leaf = hosts_per_leaf,
-                                       .nics_per_host = 1,
+                                       .nics_per_host = nics,
                                        .parallel = 1,
                                        .addresses = false})) {
     for (NodeId n = 0; n < t.nodeCount(); ++n) {
@@ -230,6 +230,8 @@ struct Mesh {
   // the way in, replies to its own probes on the way back), and hosts whose
   // stack adds this much to the round trip of every flow to or from them.
   std::map<PortId, double> receive_drop, stack_delay_us;
+  // Directed links that add this much to every round trip crossing them.
+  std::map<DirLinkId, double> latency_us;
   bool one_way = false;     // report lost_fwd / lost_rev
   bool reply_known = true;  // report reply_path
   // Whether a record of this flow carries its path (default: always).
@@ -326,6 +328,14 @@ struct Mesh {
         if (auto it = stack_delay_us.find(end); it != stack_delay_us.end()) {
           r.rtt_us_p50 += it->second;
           r.rtt_us_p99 += it->second;
+        }
+      }
+      for (const auto* path : {&fwd, &rev}) {
+        for (DirLinkId d : *path) {
+          if (auto it = latency_us.find(d); it != latency_us.end()) {
+            r.rtt_us_p50 += it->second;
+            r.rtt_us_p99 += it->second;
+          }
         }
       }
     }

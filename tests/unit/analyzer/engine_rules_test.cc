@@ -782,6 +782,70 @@ TEST(EngineBackground, AHostThatDoesNotAnswerLeavesTheBackgroundAlone) {
   }
 }
 
+// A slow fabric link pages as link_latency; a host whose stack answers late
+// makes its access link just as slow to round trips, and a single-NIC host
+// cannot be told from its cable that way: a group, never a page.
+TEST(EngineRules, LatencyPagesOnAFabricLinkAndIsAGroupWithTheHostOnAnAccessLink) {
+  for (const char* where : {"fabric link", "access link", "host stack"}) {
+    SCOPED_TRACE(where);
+    Fabric f;
+    Script s(f);
+    const std::string w = where;
+    const DirLinkId bad = w == "fabric link"   ? f.dl("spine2:swp3->leaf3:swp4")
+                          : w == "access link" ? f.t.ingressOf(f.hosts[3])
+                                               : kNone;
+    if (bad != kNone) s.mesh.latency_us[bad] = 300;
+    if (bad == kNone) s.mesh.stack_delay_us[f.hosts[3]] = 300;
+    Report r = runEngine(f.t, s.build(300));
+    expectContract(f.t, r);
+    if (w == "fabric link") {
+      auto pos = localized(r);
+      ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+      EXPECT_EQ(pos[0].kind, IncidentKind::kLinkLatency);
+      EXPECT_EQ(pos[0].link, bad);
+      continue;
+    }
+    EXPECT_TRUE(localized(r).empty()) << describe(f.t, r);
+    bool grouped = false;
+    for (const Incident& i : r.incidents) {
+      if (i.kind != IncidentKind::kLinkLatency) continue;
+      EXPECT_EQ(i.candidates, (std::vector<Suspect>{{kNone, f.t.port(f.hosts[3]).node}}))
+          << describe(f.t, r);
+      grouped = true;
+    }
+    EXPECT_TRUE(grouped) << describe(f.t, r);
+  }
+}
+
+// A host with a second NIC whose flows are not slow rules its stack out:
+// the slow access link of the first pages; a stack late on both NICs' flows
+// does not.
+TEST(EngineRules, AHostsOtherNicTellsASlowAccessLinkFromItsStack) {
+  for (bool stack : {false, true}) {
+    SCOPED_TRACE(stack ? "host stack" : "access link");
+    Fabric f(2, 4, 2, 2);
+    Script s(f);
+    const PortId nic = f.hosts[3];
+    const NodeId host = f.t.port(nic).node;
+    if (stack) {
+      for (PortId p : f.t.portsOf(host)) s.mesh.stack_delay_us[p] = 300;
+    } else {
+      s.mesh.latency_us[f.t.ingressOf(nic)] = 300;
+    }
+    Report r = runEngine(f.t, s.build(300));
+    expectContract(f.t, r);
+    auto pos = localized(r);
+    if (stack) {
+      EXPECT_TRUE(pos.empty()) << describe(f.t, r);
+      continue;
+    }
+    ASSERT_EQ(pos.size(), 1u) << describe(f.t, r);
+    EXPECT_EQ(pos[0].kind, IncidentKind::kLinkLatency);
+    EXPECT_EQ(topology::Topology::linkOf(pos[0].link),
+              topology::Topology::linkOf(f.t.ingressOf(nic)));
+  }
+}
+
 TEST(EngineRules, CleanFabricHasNoIncidents) {
   Fabric f;
   Script s(f);
