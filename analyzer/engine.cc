@@ -50,7 +50,10 @@ struct Engine::Impl {
       : topo(t),
         cfg(c),
         evidence(t, {c.bucket_s, c.horizon_s, c.expected_flows}),
-        incidents(c.resolve_after_s, c.horizon_s, c.short_horizon_s),
+        incidents(c.resolve_after_s, c.horizon_s, c.short_horizon_s,
+                  // The most a hypothesis the explanation did not accept
+                  // (below the bar to open) could state.
+                  withNoFault(1.0, openLlr(t), pagingBarNats(c), c.page_confidence)),
         page_bar(pagingBarNats(c)) {}
 
   // Passes run at boundaries B = k * pass_interval_s of telemetry time, each

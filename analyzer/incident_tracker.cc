@@ -100,7 +100,12 @@ void IncidentTracker::endPass(double now) {
       if (!seen_.contains(key)) t.last_bad = now;
     }
     if (!t.open) continue;
-    if (!seen_.contains(key)) t.strong_passes = 0;
+    if (!seen_.contains(key)) {
+      t.strong_passes = 0;
+      if (!t.incident.localized_at) {
+        t.incident.confidence = std::min(t.incident.confidence, faded_confidence_);
+      }
+    }
     if (now - t.last_bad >= resolve_after_s_) {
       t.open = false;
       t.incident.resolved_at = now;

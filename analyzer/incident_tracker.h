@@ -41,9 +41,15 @@ class IncidentTracker {
  public:
   // horizon_s: how long the evidence remembers a fault that has gone;
   // settle_s: how long after paging the recovery floor may still fall
-  // (observe: the short horizon).
-  IncidentTracker(double resolve_after_s, double horizon_s, double settle_s)
-      : resolve_after_s_(resolve_after_s), horizon_s_(horizon_s), settle_s_(settle_s) {}
+  // (observe: the short horizon); faded_confidence: the most an open,
+  // unlocalized incident may state in a pass that has no finding for it
+  // (its evidence fell below the bar to open one; endPass).
+  IncidentTracker(double resolve_after_s, double horizon_s, double settle_s,
+                  double faded_confidence = 0)
+      : resolve_after_s_(resolve_after_s),
+        horizon_s_(horizon_s),
+        settle_s_(settle_s),
+        faded_confidence_(faded_confidence) {}
 
   void beginPass() { seen_.clear(); }
   // Records this pass's finding for `key`; true when its incident is localized.
@@ -64,7 +70,10 @@ class IncidentTracker {
     double since;  // when the fault was on (the incident opened)
   };
   std::optional<Paged> pagedLoss(const Key& key, double now) const;
-  // Resolves incidents not observed for resolve_after_s.
+  // Resolves incidents not observed for resolve_after_s. An open incident
+  // that never paged and has no finding this pass states at most
+  // faded_confidence from then on: what it claimed when last seen is not
+  // what the evidence says now. (A localized one keeps what it paged at.)
   void endPass(double now);
 
   // Continues from incidents an earlier run persisted: open ones are tracked
@@ -92,7 +101,7 @@ class IncidentTracker {
   Tracked& track(const Key& key, double now);
   void notify(const Incident& i);
 
-  double resolve_after_s_, horizon_s_, settle_s_;
+  double resolve_after_s_, horizon_s_, settle_s_, faded_confidence_;
   uint64_t next_id_ = 1;
   std::map<Key, Tracked> tracked_;
   std::vector<Incident> history_;  // closed incidents whose key was reused

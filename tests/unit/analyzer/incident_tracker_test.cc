@@ -1,0 +1,50 @@
+#include "analyzer/incident_tracker.h"
+
+#include <gtest/gtest.h>
+
+namespace netdiag::analyzer {
+namespace {
+
+Finding strong(double confidence) {
+  Finding f;
+  f.kind = IncidentKind::kLinkLoss;
+  f.confidence = confidence;
+  f.strength = Finding::Strength::kStrong;
+  return f;
+}
+
+// A suspect that was strong for one pass and then no longer accepted
+// states what the evidence says now, not what it claimed when last seen;
+// a localized incident keeps the confidence it paged at.
+TEST(IncidentTracker, AnUnpagedIncidentWithNoFindingStatesTheFadedConfidence) {
+  IncidentTracker tracker(60, 180, 30, 1e-5);
+  const Key suspect{Key::kLink, 1}, paged{Key::kLink, 2};
+  tracker.beginPass();
+  EXPECT_FALSE(tracker.observe(suspect, strong(0.9993), 5));
+  tracker.observe(paged, strong(0.9999), 5);
+  tracker.endPass(5);
+  tracker.beginPass();
+  EXPECT_TRUE(tracker.observe(paged, strong(0.9999), 10));  // two strong passes: it pages
+  tracker.endPass(10);
+  std::vector<Incident> all = tracker.all();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_FALSE(all[0].localized_at);
+  EXPECT_DOUBLE_EQ(all[0].confidence, 1e-5);
+  EXPECT_TRUE(all[1].localized_at);
+  EXPECT_DOUBLE_EQ(all[1].confidence, 0.9999);
+
+  // Seen again, it states its new finding; both resolve in time as before.
+  tracker.beginPass();
+  EXPECT_FALSE(tracker.observe(suspect, strong(0.97), 15));
+  tracker.endPass(15);
+  EXPECT_DOUBLE_EQ(tracker.all()[0].confidence, 0.97);
+  tracker.beginPass();
+  tracker.endPass(80);
+  for (const Incident& i : tracker.all()) {
+    EXPECT_TRUE(i.resolved_at) << i.id;
+    EXPECT_DOUBLE_EQ(i.confidence, i.localized_at ? 0.9999 : 1e-5) << i.id;
+  }
+}
+
+}  // namespace
+}  // namespace netdiag::analyzer
