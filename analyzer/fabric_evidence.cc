@@ -244,7 +244,10 @@ double FabricEvidence::carrierChanges(LinkId l) const {
 bool FabricEvidence::carrierTransientAt(LinkId l, double t, double window_s) const {
   for (PortId p : {topo_.link(l).a, topo_.link(l).b}) {
     for (const PortCounters::Window& w : counters_.carrierWindows(p)) {
-      if (w.from < t && t - window_s <= w.to + kCarrierTransientS) return true;
+      // A reporter can show a change a window late (an SNMP agent answers
+      // from an interface table it caches for seconds), so the change may
+      // precede even the sample before the one that showed it.
+      if (w.from - window_s < t && t - window_s <= w.to + kCarrierTransientS) return true;
     }
   }
   return false;

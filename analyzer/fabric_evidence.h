@@ -108,8 +108,9 @@ class FabricEvidence {
   static constexpr double kFlapChanges = 4;
   double carrierChanges(topology::LinkId l) const;
   // Whether a carrier change of link l (either end) could have caused loss
-  // in a probe window ending at t: the change lies before t and at most
-  // kCarrierTransientS before the window's start.
+  // in a probe window ending at t: the change lies before t (allowing its
+  // report a window's lag) and at most kCarrierTransientS before the
+  // window's start.
   bool carrierTransientAt(topology::LinkId l, double t, double window_s) const;
   // Rerouting and the window that saw it: how long after a carrier change
   // its loss may still show in a probe window.

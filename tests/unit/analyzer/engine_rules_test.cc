@@ -323,6 +323,38 @@ TEST(EngineRules, LossThatPagedBeforeTheCountersSaidDownBecomesTheLinkDown) {
                                << describe(f.t, r);
 }
 
+// A poller whose agent answers from a cached interface table shows the down
+// a sample late: the sample just after it still says up, with no carrier
+// change. The loss of the window before that sample is the outage's too:
+// once the link is back, it must not leave a link_loss behind (CI's e2e
+// test saw the link_down turn back into link_loss over SNMP).
+TEST(EngineRules, ADownReportedASampleLateLeavesNoLinkLossOnceItIsBackUp) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf1:swp3->spine1:swp1");
+  const PortId a = f.t.dirSrcPort(d), b = f.t.dirDstPort(d);
+  s.at = [&](double t, Mesh& m) {
+    m.loss.clear();
+    m.down.clear();
+    // Down at t=66: lost both ways until routing moves the flows at t=75.
+    if (t > 65 && t <= 75) m.loss = {{d, 1.0}, {Topology::reverse(d), 1.0}};
+    if (t > 75 && t <= 120) m.down = {d};
+  };
+  s.tweak = [&](double t, PortId p, Counters& c) {
+    if (p != a && p != b) return;
+    c.up = !(t >= 80 && t <= 120);  // the sample at 70 is stale
+    c.carrier = t > 120 ? 2 : t >= 80 ? 1 : 0;
+  };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  auto pos = localized(r);
+  ASSERT_FALSE(pos.empty()) << describe(f.t, r);
+  for (const Incident& i : pos) {
+    EXPECT_EQ(Topology::linkOf(i.link), Topology::linkOf(d)) << describe(f.t, r);
+    EXPECT_EQ(i.kind, IncidentKind::kLinkDown) << describe(f.t, r);
+  }
+}
+
 // A cable re-plugged on spine1 makes spine1 reconverge: for a few seconds
 // flows through it lose packets on links whose carrier never changed (CI's
 // e2e test saw one paged after a cable swap). Those losses are the change's;
