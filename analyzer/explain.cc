@@ -574,9 +574,14 @@ std::vector<Hypothesis> Explainer::run() {
   // carrier changed within the horizon (a flap's cycle, a link back up after
   // an outage, a re-cabling) explains the same, but only for the probe
   // windows its changes could have touched: a loss that began after the
-  // link came back is new evidence, on it or on anything else.
+  // link came back is new evidence, on it or on anything else. A link whose
+  // LLDP neighbour at either end disagrees with the topology is not what
+  // the topology says (a cable swapped or moved): the paths mapped over it
+  // are wrong, and its miscabling incident is the page, so while LLDP says
+  // so it explains what a down link would.
   for (LinkId l = 0; l < topo_.linkCount(); ++l) {
-    const bool down = ev_.reportedDown(l);
+    const bool down = ev_.reportedDown(l) || ev_.lldpMismatch(topo_.link(l).a) ||
+                      ev_.lldpMismatch(topo_.link(l).b);
     if (!down && ev_.carrierChanges(l) < 1) continue;
     std::optional<std::function<bool(double)>> when;
     if (!down) {

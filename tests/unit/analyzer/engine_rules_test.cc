@@ -549,6 +549,46 @@ TEST(EngineRules, LldpNeighbourMismatchIsMiscablingNamingThePorts) {
   EXPECT_THAT(by_node["leaf3"], UnorderedElementsAre("leaf3:swp2"));
 }
 
+// Two uplinks of leaf1 swapped and left so: flows the topology maps over
+// them lose (CI's e2e test over SNMP saw such a link reach the paging bar
+// beside the miscabling). While LLDP says the cables are not as the
+// topology has them, their loss is the miscabling's, not a link_loss; the
+// same loss with LLDP as cabled pages.
+TEST(EngineRules, LossOnASwappedCableIsTheMiscablingsNotALinkLoss) {
+  auto run = [](bool swapped) {
+    Fabric f;
+    Script s(f);
+    const PortId a = f.port("leaf1:swp3"), b = f.port("leaf1:swp4");
+    const DirLinkId up = f.t.egressOf(a);
+    auto peer = [&](PortId p) { return f.t.portRef(f.t.dirDstPort(f.t.egressOf(p))); };
+    std::vector<Record> recs;
+    for (PortId p = 0; p < f.t.portCount(); ++p) {
+      if (f.t.port(p).link != kNone) recs.emplace_back(LldpRecord{0.0, p, peer(p)});
+    }
+    s.at = [&](double t, Mesh& m) {
+      m.loss.clear();
+      if (t > 60) m.loss = {{up, 0.03}, {Topology::reverse(up), 0.03}};
+    };
+    for (Record& rec : s.build(60)) recs.push_back(std::move(rec));
+    if (swapped) {
+      recs.emplace_back(LldpRecord{60.0, a, peer(b)});
+      recs.emplace_back(LldpRecord{60.0, b, peer(a)});
+    }
+    for (Record& rec : s.build(200, 60)) recs.push_back(std::move(rec));
+    Report r = runEngine(f.t, recs);
+    expectContract(f.t, r);
+    size_t miscabling = 0;
+    for (const Incident& i : localized(r)) miscabling += i.kind == IncidentKind::kMiscabling;
+    return std::tuple{linkIncidents(r), miscabling, describe(f.t, r)};
+  };
+  auto [alone, none, alone_report] = run(false);
+  EXPECT_FALSE(alone.empty()) << "the loss does not page even as cabled: " << alone_report;
+  EXPECT_EQ(none, 0u);
+  auto [links, miscabling, report] = run(true);
+  EXPECT_TRUE(links.empty()) << report;
+  EXPECT_EQ(miscabling, 1u) << report;
+}
+
 TEST(EngineRules, HugeLldpNeighbourIsCutInTheEvidence) {
   Fabric f;
   Script s(f);
