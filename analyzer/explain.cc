@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -107,6 +108,19 @@ class Explainer {
                                     const std::function<bool(DirLinkId)>& keep) const;
   static bool joinGroup(Hypothesis& h, const std::vector<DirLinkId>& links);
   const std::unordered_set<DirLinkId>& slowLinks();
+  std::vector<Hypothesis> greedy(const std::set<Key>& excluded);
+  // An upstream link shared by two or more accepted access links: which of
+  // them (indices into accepted), its mixture LLR over all their
+  // flow-windows, and theirs together less the prior of the extra faults.
+  struct SharedUpstream {
+    DirLinkId link;
+    std::vector<size_t> access;
+    double llr, own;
+  };
+  std::vector<SharedUpstream> sharedUpstream(const std::vector<Hypothesis>& accepted) const;
+  // The keys to search again without, and the upstream links to find.
+  std::pair<std::set<Key>, std::set<Key>> upstreamInstead(
+      const std::vector<Hypothesis>& accepted) const;
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
@@ -614,29 +628,57 @@ std::vector<Hypothesis> Explainer::run() {
   side_c0_ = side_c_;
   unexplained0_ = unexplained_;
 
-  // Greedy explaining-away: accept the strongest hypothesis, remove the
-  // lossy segments it explains from every other candidate, rescore.
+  std::vector<Hypothesis> accepted = greedy({});
+  backwardCheck(accepted);
+  // Access links that one upstream link explains better search again
+  // without them (once: the second search starts from the same evidence).
+  // It must then accept an upstream link (one seen on some flow's path:
+  // with none seen, it has no evidence of its own and the group is the
+  // answer); otherwise the first search stands.
+  if (auto [instead, upstream] = upstreamInstead(accepted); !instead.empty()) {
+    auto search = [&](const std::set<Key>& excluded) {
+      link_c_ = link_c0_, node_c_ = node_c0_, side_c_ = side_c0_;
+      unexplained_ = unexplained0_;
+      accepted = greedy(excluded);
+      backwardCheck(accepted);
+    };
+    search(instead);
+    const bool found = std::any_of(accepted.begin(), accepted.end(),
+                                   [&](const Hypothesis& h) { return upstream.contains(h.key); });
+    if (!found) search({});
+  }
+  posteriors(accepted);
+  return accepted;
+}
+
+// Greedy explaining-away: accept the strongest hypothesis (none of
+// `excluded`), remove the lossy segments it explains from every other
+// candidate, rescore.
+std::vector<Hypothesis> Explainer::greedy(const std::set<Key>& excluded) {
   std::vector<Hypothesis> accepted;
   for (int round = 0; round < kMaxExplanations; ++round) {
     Key best{Key::kLink, kNone};
     Candidate* bc = nullptr;
     for (auto& [d, c] : link_c_) {
       fresh(c);
-      if (!c.accepted && c.loss >= cfg_.min_loss && (!bc || c.llr > bc->llr)) {
+      if (!c.accepted && c.loss >= cfg_.min_loss && (!bc || c.llr > bc->llr) &&
+          !excluded.contains({Key::kLink, d})) {
         bc = &c;
         best = {Key::kLink, d};
       }
     }
     for (auto& [n, c] : node_c_) {
       fresh(c);
-      if (!c.accepted && c.loss >= kMinHostLoss && (!bc || c.llr > bc->llr)) {
+      if (!c.accepted && c.loss >= kMinHostLoss && (!bc || c.llr > bc->llr) &&
+          !excluded.contains({Key::kNode, n})) {
         bc = &c;
         best = {Key::kNode, n};
       }
     }
     for (auto& [n, c] : side_c_) {
       fresh(c);
-      if (!c.accepted && c.loss >= cfg_.min_loss && (!bc || c.llr > bc->llr)) {
+      if (!c.accepted && c.loss >= cfg_.min_loss && (!bc || c.llr > bc->llr) &&
+          !excluded.contains({Key::kHostSide, n})) {
         bc = &c;
         best = {Key::kHostSide, n};
       }
@@ -649,8 +691,6 @@ std::vector<Hypothesis> Explainer::run() {
     accepted.push_back(std::move(h));
     explain(best, *bc);
   }
-  backwardCheck(accepted);
-  posteriors(accepted);
   return accepted;
 }
 
@@ -724,10 +764,10 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
 // Parsimony across access links: a fabric link that flows of several hosts
 // may have crossed unseen makes all their access links lossy at once, and
 // one fault explains what would otherwise take k (each further fault costs
-// ln M of prior). When one upstream link explains the flow-windows of k
-// accepted access links about as well as they do together, less (k - 1)
-// ln M, it joins each of their groups.
-void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
+// ln M of prior). The upstream links that could explain the most of the
+// accepted access links' losses, each weighed on their flow-windows.
+std::vector<Explainer::SharedUpstream> Explainer::sharedUpstream(
+    const std::vector<Hypothesis>& accepted) const {
   auto isAccess = [&](DirLinkId d) {
     return topo_.node(topo_.dirDstNode(d)).isHost() || topo_.node(topo_.dirSrcNode(d)).isHost();
   };
@@ -739,7 +779,7 @@ void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
       access.push_back(j);
     }
   }
-  if (access.size() < 2) return;
+  if (access.size() < 2) return {};
   // Upstream links by the losses they could explain across these access
   // links, and which access links each could explain.
   std::unordered_map<DirLinkId, std::pair<double, std::vector<size_t>>> by_upstream;
@@ -763,28 +803,68 @@ void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
   }
   std::sort(ranked.begin(), ranked.end());
   if (ranked.size() > kMaxShared) ranked.resize(kMaxShared);
+  std::vector<SharedUpstream> out;
   for (const auto& [neg_weight, u] : ranked) {
-    const std::vector<size_t>& js = by_upstream.at(u).second;
+    SharedUpstream sh{u, by_upstream.at(u).second, 0, 0};
     std::vector<uint32_t> all;
-    double n_all = 0, own = 0;
-    for (size_t j : js) {
+    double n_all = 0;
+    for (size_t j : sh.access) {
       const auto& segs = link_segs_.at(accepted[j].key.id);
       all.insert(all.end(), segs.begin(), segs.end());
       n_all += accepted[j].evidence.n;
-      own += windowLlr(segs, accepted[j].evidence.n, std::nullopt);
+      sh.own += windowLlr(segs, accepted[j].evidence.n, std::nullopt);
     }
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
-    const double extra_faults = static_cast<double>(js.size() - 1) * log_m_;
-    const double l = windowLlr(all, n_all, u);
-    if (l < own - extra_faults - std::log(99.0)) continue;
-    for (size_t j : js) {
+    sh.own -= static_cast<double>(sh.access.size() - 1) * log_m_;
+    sh.llr = windowLlr(all, n_all, u);
+    out.push_back(std::move(sh));
+  }
+  return out;
+}
+
+// When one upstream link explains the flow-windows of several accepted
+// access links better than they do together by ln 99 nats, prior paid,
+// they are not the faults: the hosts' flows lost on the ECMP branch that
+// crossed it, and uniform loss on each host's flows (its cable, or the
+// host itself) is what the mixture rejected. The greedy search, which
+// scores each candidate on its certain crossings alone, took them first
+// (an access link is certain on every flow of its host; the upstream link
+// only on the flows whose path was seen), so it searches again without
+// them and their hosts. Returns those keys (none when nothing is better),
+// and the upstream links.
+std::pair<std::set<Key>, std::set<Key>> Explainer::upstreamInstead(
+    const std::vector<Hypothesis>& accepted) const {
+  std::set<Key> out, upstream;
+  for (const SharedUpstream& sh : sharedUpstream(accepted)) {
+    if (sh.llr < sh.own + std::log(99.0)) continue;
+    upstream.insert({Key::kLink, sh.link});
+    for (size_t j : sh.access) {
+      const DirLinkId d = accepted[j].key.id;
+      out.insert({Key::kLink, d});
+      out.insert({Key::kLink, Topology::reverse(d)});
+      for (NodeId n : {topo_.dirSrcNode(d), topo_.dirDstNode(d)}) {
+        if (!topo_.node(n).isHost()) continue;
+        out.insert({Key::kNode, n});
+        out.insert({Key::kHostSide, n});
+      }
+    }
+  }
+  return {out, upstream};
+}
+
+// An upstream link about as good as the access links it could explain
+// (within ln 99 nats, prior paid) joins each of their groups.
+void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
+  for (const SharedUpstream& sh : sharedUpstream(accepted)) {
+    if (sh.llr < sh.own - std::log(99.0)) continue;
+    for (size_t j : sh.access) {
       Hypothesis& h = accepted[j];
-      if (std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, u}) !=
+      if (std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, sh.link}) !=
           h.candidates.end()) {
         continue;
       }
-      h.candidates.push_back({Key::kLink, u});
+      h.candidates.push_back({Key::kLink, sh.link});
       h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
       if (h.alt_name.empty() || h.candidates.size() == 1) {
         h.alt_name =
