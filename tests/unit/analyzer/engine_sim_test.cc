@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "planner/plan.h"
-#include "sim/scenario.h"
 #include "sim/rng.h"
+#include "sim/scenario.h"
 #include "sim/score.h"
 #include "sim/simulator.h"
 #include "tests/unit/analyzer/analyzer_test_util.h"
