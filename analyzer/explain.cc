@@ -1236,12 +1236,19 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   // must each show the loss. Loss on one side only is the host's own stack
   // (its prober or its responder), not the cable.
   const FabricEvidence::OwnFlows mine_all = ev_.ownFlows(host_port);
+  // Only the host's records with a one-way split say which way its own
+  // probes died: a window that lost every probe has none (nothing came
+  // back), and its loss, which could be the stack's on the way back as
+  // well as the cable's on the way out, counts in neither class. (A busy
+  // host's focus flows at one probe a window lost whole and so "showed"
+  // the cable on its own flows.)
   const Tally half = into_host ? mine_all.back : mine_all.out;
-  const double own_n = half.n + std::max(0.0, mine_all.all.n - mine_all.out.n);
-  const double own_k = half.k + std::max(0.0, mine_all.all.k - mine_all.out.k - mine_all.back.k);
+  const double unsplit_n = std::max(0.0, mine_all.all.n - mine_all.out.n);
+  const double unsplit_k = std::max(0.0, mine_all.all.k - mine_all.out.k - mine_all.back.k);
+  const double own_n = half.n, own_k = half.k;
   const Tally whole = ev_.links().total(d);
-  const double rest_n = std::max(0.0, whole.n - own_n);
-  const double rest_k = std::clamp(whole.k - own_k, 0.0, rest_n);
+  const double rest_n = std::max(0.0, whole.n - own_n - unsplit_n);
+  const double rest_k = std::clamp(whole.k - own_k - unsplit_k, 0.0, rest_n);
   auto supports = [&](double n, double k) {
     k = std::clamp(k, 0.0, n);
     return k * std::log1p(x / q) + (n - k) * (std::log1p(-(q + x)) - std::log1p(-q)) >=
