@@ -140,8 +140,18 @@ pids=""
 for ns in $(fabric_namespaces); do pids+=$(ip netns pids "$ns" | tr '\n' ' '); done
 fabric_teardown
 left=$(ip netns list | awk '{print $1}' | grep -xF -f <(fabric_namespaces) | tr '\n' ' ')
+# A killed process may still be exiting (not yet a zombie) when teardown
+# returns, more so on a busy machine: wait up to 10 s for every one to go.
 alive=""
-for p in $pids; do [[ -d /proc/$p && $(cat "/proc/$p/stat" 2>/dev/null | awk '{print $3}') != Z ]] && alive+="$p "; done
+for _ in $(seq 1 100); do
+  alive=""
+  for p in $pids; do
+    [[ -d /proc/$p && $(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) != Z ]] &&
+      alive+="$p($(cat "/proc/$p/comm" 2>/dev/null)) "
+  done
+  [[ -z $alive ]] && break
+  sleep 0.1
+done
 e2e_result "teardown" "no namespaces, none of the $(wc -w <<<"$pids") processes left" \
   "namespaces: ${left:-none}; processes: ${alive:-none}" "$([[ -z $left && -z $alive ]]; echo $?)"
 

@@ -478,7 +478,19 @@ fabric_teardown() {
     [[ -z ${pids// /} ]] && break
     sleep 0.1
   done
-  if [[ -n ${pids// /} ]]; then kill -KILL $pids 2>/dev/null; sleep 0.2; fi
+  if [[ -n ${pids// /} ]]; then
+    kill -KILL $pids 2>/dev/null
+    # Until they have exited (up to 5 s), so the namespaces go with them.
+    local p left
+    for _ in $(seq 1 50); do
+      left=""
+      for p in $pids; do
+        [[ -d /proc/$p && $(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) != Z ]] && left+="$p "
+      done
+      [[ -z $left ]] && break
+      sleep 0.1
+    done
+  fi
   for ns in "${all[@]}"; do ip netns del "$ns" 2>/dev/null; done
   fabric_log "teardown: killed every process in and deleted ${#all[@]} namespaces"
 }
