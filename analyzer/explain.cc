@@ -635,7 +635,8 @@ std::vector<Hypothesis> Explainer::run() {
   // It must then accept an upstream link (one seen on some flow's path:
   // with none seen, it has no evidence of its own and the group is the
   // answer); otherwise the first search stands.
-  if (auto [instead, upstream] = upstreamInstead(accepted); !instead.empty()) {
+  const auto [instead, upstream] = upstreamInstead(accepted);
+  if (!instead.empty()) {
     auto search = [&](const std::set<Key>& excluded) {
       link_c_ = link_c0_, node_c_ = node_c0_, side_c_ = side_c0_;
       unexplained_ = unexplained0_;
@@ -643,8 +644,9 @@ std::vector<Hypothesis> Explainer::run() {
       backwardCheck(accepted);
     };
     search(instead);
+    const std::set<Key>& wanted = upstream;  // (clang 14 captures no structured binding)
     const bool found = std::any_of(accepted.begin(), accepted.end(),
-                                   [&](const Hypothesis& h) { return upstream.contains(h.key); });
+                                   [&](const Hypothesis& h) { return wanted.contains(h.key); });
     if (!found) search({});
   }
   posteriors(accepted);
