@@ -122,8 +122,8 @@ struct AnalyzerMetrics::Impl {
   prometheus::Gauge& coverage_min_probes;
   // Ingest.
   prometheus::Family<prometheus::Counter>& records;
-  CounterFrom batches, duplicates, probes, ports, lldp, malformed, future, not_authorized, late,
-      too_late, passes;
+  CounterFrom batches, duplicates, probes, ports, lldp, malformed, future, not_authorized,
+      port_id_mismatch, late, too_late, passes;
   // The analyzer itself.
   prometheus::Counter& pass_seconds;
   double pass_seconds_seen = 0;
@@ -301,6 +301,14 @@ struct AnalyzerMetrics::Impl {
                                  "(not its own ports, or an unknown agent): docs/security.md.")
                            .Register(*registry)
                            .Add({})),
+        port_id_mismatch(
+            prometheus::BuildCounter()
+                .Name("netdiag_ingest_port_id_mismatch_records_total")
+                .Help("Records whose compact port ids are under another topology fingerprint "
+                      "than the analyzer's: read by their names, or rejected as malformed when "
+                      "they have none.")
+                .Register(*registry)
+                .Add({})),
         late(prometheus::BuildCounter()
                  .Name("netdiag_ingest_late_records_total")
                  .Help("Records older than the newest time but within the late tolerance (used as "
@@ -608,6 +616,7 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   m.malformed.advance(ingest.malformed);
   m.future.advance(ingest.future);
   m.not_authorized.advance(ingest.not_authorized);
+  m.port_id_mismatch.advance(ingest.port_id_mismatch);
   m.late.advance(ingest.late);
   m.too_late.advance(ingest.too_late);
   const analyzer::IngestStats stats = engine.stats();

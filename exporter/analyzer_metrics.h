@@ -47,6 +47,7 @@ struct AgentStatus {
 struct IngestCounters {
   uint64_t batches = 0, duplicate_batches = 0, probes = 0, ports = 0, lldp = 0, malformed = 0,
            future = 0, late = 0, too_late = 0, not_authorized = 0;
+  uint64_t port_id_mismatch = 0;  // records with port ids under another topology fingerprint
 };
 
 struct MetricsOptions {

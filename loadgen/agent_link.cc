@@ -111,6 +111,7 @@ void AgentLink::onWritten(bool ok) {
 void AgentLink::onAck(const v1::Ack& ack) {
   std::lock_guard lk(mu_);
   if (ack.epoch() != epoch_) return;
+  analyzer_topology_.store(ack.topology(), std::memory_order_relaxed);
   auto it = unacked_.find(ack.seq());
   if (it == unacked_.end()) return;
   const uint64_t bytes = it->second->ByteSizeLong();

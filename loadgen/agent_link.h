@@ -54,6 +54,9 @@ class AgentLink {
   void stop();
 
   const std::string& agent() const { return agent_; }
+  // The topology fingerprint of the analyzer's latest ack (0: none yet):
+  // compact port ids are understood only under it.
+  uint64_t analyzerTopology() const { return analyzer_topology_.load(std::memory_order_relaxed); }
   struct Stats {
     size_t unacked_batches = 0;
     uint64_t unacked_bytes = 0, acked = 0, reconnects = 0;
@@ -81,6 +84,7 @@ class AgentLink {
   const std::string agent_;
   const uint64_t epoch_;
   Outstanding* const totals_;
+  std::atomic<uint64_t> analyzer_topology_{0};
 
   mutable std::mutex mu_;
   std::condition_variable done_cv_;

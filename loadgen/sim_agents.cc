@@ -18,7 +18,7 @@ SimAgentsLayout simAgentsLayout(const topology::Topology& topo, size_t requested
 }
 
 SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
-    : topo_(topo), options_(std::move(options)) {
+    : topo_(topo), options_(std::move(options)), fingerprint_(proto::topologyFingerprint(topo)) {
   const SimAgentsLayout layout = simAgentsLayout(topo, options_.agents);
   const size_t n = layout.streams;
   per_node_ = layout.per_node;
@@ -134,12 +134,23 @@ void SimAgents::before(double t) {
   }
 }
 
+SimAgents::Agent& SimAgents::begun(Agent& a) {
+  if (a.records == 0) {
+    // Ids only under the analyzer's own fingerprint, decided per batch: an
+    // analyzer restarted on another topology gets names again.
+    a.ids = options_.port_ids && a.link->analyzerTopology() == fingerprint_;
+    if (a.ids) a.batch.set_topology(fingerprint_);
+  }
+  return a;
+}
+
 void SimAgents::flush(Agent& a) {
   if (a.records == 0) return;
   a.link->send(std::move(a.batch));
   a.batch = v1::Batch();
   a.records = 0;
   ++batches_;
+  id_batches_ += a.ids;
 }
 
 void SimAgents::flushAll() {
@@ -148,9 +159,9 @@ void SimAgents::flushAll() {
 
 void SimAgents::onProbe(const telemetry::ProbeRecord& r) {
   before(r.t);
-  Agent& a = agentFor(r.src);
+  Agent& a = begun(agentFor(r.src));
   v1::Probe* p = a.batch.add_probes();
-  proto::toWire(topo_, r, *p);
+  proto::toWire(topo_, r, *p, a.ids);
   p->set_t(r.t + shift_);
   ++records_;
   if (++a.records >= options_.max_batch_records) flush(a);
@@ -158,9 +169,9 @@ void SimAgents::onProbe(const telemetry::ProbeRecord& r) {
 
 void SimAgents::onPort(const telemetry::PortRecord& r) {
   before(r.t);
-  Agent& a = agentFor(r.port);
+  Agent& a = begun(agentFor(r.port));
   v1::PortCounters* p = a.batch.add_ports();
-  proto::toWire(topo_, r, *p);
+  proto::toWire(topo_, r, *p, a.ids);
   p->set_t(r.t + shift_);
   ++records_;
   if (++a.records >= options_.max_batch_records) flush(a);
@@ -168,7 +179,7 @@ void SimAgents::onPort(const telemetry::PortRecord& r) {
 
 void SimAgents::onLldp(const telemetry::LldpRecord& r) {
   before(r.t);
-  Agent& a = agentFor(r.port);
+  Agent& a = begun(agentFor(r.port));
   v1::LldpNeighbor* p = a.batch.add_lldp();
   proto::toWire(topo_, r, *p);
   p->set_t(r.t + shift_);
@@ -208,6 +219,7 @@ SimAgentsStats SimAgents::stats() const {
   SimAgentsStats s;
   s.records = records_;
   s.batches = batches_;
+  s.id_batches = id_batches_;
   s.seconds = seconds_;
   s.time_shift = shift_;
   for (auto& a : agents_) {

@@ -46,8 +46,11 @@ struct SimAgentsOptions {
   // Streams per connection (HTTP/2 channel); 1, like real agents: each its
   // own TCP connection.
   size_t agents_per_connection = 1;
-  double speed = 1;                               // telemetry seconds per wall second; 0: no pacing
-  double batch_interval_s = 1;                    // telemetry time per batch
+  double speed = 1;             // telemetry seconds per wall second; 0: no pacing
+  double batch_interval_s = 1;  // telemetry time per batch
+  // Compact port ids instead of names once the analyzer's acks show the
+  // same topology (its first batches always go by name).
+  bool port_ids = true;
   size_t max_batch_records = 5000;                // a batch is sent early when this full
   uint64_t max_outstanding_bytes = 256ull << 20;  // unacknowledged, all agents together
   std::string tls_ca, tls_cert, tls_key;
@@ -61,8 +64,9 @@ struct SimAgentsOptions {
 
 struct SimAgentsStats {
   uint64_t records = 0, batches = 0, acked = 0, reconnects = 0;
-  double seconds = 0;     // wall time from the first record to the last ack
-  double time_shift = 0;  // added to every telemetry time
+  uint64_t id_batches = 0;  // batches that named ports by compact id
+  double seconds = 0;       // wall time from the first record to the last ack
+  double time_shift = 0;    // added to every telemetry time
 };
 
 // How many streams SimAgents opens for `requested` (SimAgentsOptions::agents)
@@ -98,17 +102,22 @@ class SimAgents final : public telemetry::RecordSink {
     std::unique_ptr<AgentLink> link;
     v1::Batch batch;
     size_t records = 0;
+    // The batch being filled names ports by compact id: the analyzer's
+    // acks showed our topology's fingerprint when it was begun.
+    bool ids = false;
   };
   uint64_t unackedBytes() const;
   size_t unackedBatches() const;
   Agent& agentFor(topology::PortId port);
-  void before(double t);  // pacing and batch boundaries
+  Agent& begun(Agent& a);  // a batch's first record decides names or ids
+  void before(double t);   // pacing and batch boundaries
   void flush(Agent& a);
   void flushAll();
 
   const topology::Topology& topo_;
   const SimAgentsOptions options_;
-  Outstanding outstanding_;  // every link's unacknowledged, summed as they go
+  const uint64_t fingerprint_;  // of topo_, for compact port ids
+  Outstanding outstanding_;     // every link's unacknowledged, summed as they go
   std::vector<std::unique_ptr<Agent>> agents_;
   std::vector<uint32_t> agent_of_node_;
   bool per_node_ = false;
@@ -116,7 +125,7 @@ class SimAgents final : public telemetry::RecordSink {
   bool heard_ = false;  // every agent's first window acknowledged (or given up on)
   double t_first_ = 0, shift_ = 0, next_flush_ = 0;
   std::chrono::steady_clock::time_point wall_first_;
-  uint64_t records_ = 0, batches_ = 0;
+  uint64_t records_ = 0, batches_ = 0, id_batches_ = 0;
   double seconds_ = 0;
   std::atomic<bool> stop_{false};
   std::thread maintainer_;  // opens and reopens every link's stream

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace netdiag::proto {
@@ -10,7 +11,34 @@ using topology::DirLinkId;
 using topology::kNone;
 using topology::PortId;
 
-Resolver::Resolver(const topology::Topology& topo) : topo_(topo) {
+uint64_t topologyFingerprint(const topology::Topology& topo) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64-bit
+  auto add = [&h](std::string_view bytes) {
+    for (unsigned char c : bytes) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  };
+  auto add_number = [&add](uint64_t v) {
+    char buf[8];
+    std::memcpy(buf, &v, sizeof buf);
+    add({buf, sizeof buf});
+  };
+  add_number(topo.portCount());
+  for (PortId p = 0; p < topo.portCount(); ++p) {
+    add(topo.portRef(p));
+    add({"", 1});
+  }
+  add_number(topo.linkCount());
+  for (topology::LinkId l = 0; l < topo.linkCount(); ++l) {
+    add_number(topo.link(l).a);
+    add_number(topo.link(l).b);
+  }
+  return h == 0 ? 1 : h;
+}
+
+Resolver::Resolver(const topology::Topology& topo)
+    : topo_(topo), fingerprint_(topologyFingerprint(topo)) {
   entries_.resize(topo.portCount());
   std::vector<std::pair<std::string, PortId>> names, addrs;
   names.reserve(topo.portCount());
@@ -97,12 +125,15 @@ namespace {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
+// How a hop is named in a message.
+std::string shownHop(const std::string& name) { return quoted(name); }
+std::string shownHop(uint32_t id) { return "port id " + std::to_string(id); }
+
 // Ingress ports of every hop -> directed links; each must continue the
 // chain that starts at `from`, and a complete path must end at `to`.
-template <typename Lookup>
-std::string toDirLinks(const google::protobuf::RepeatedPtrField<std::string>& hops, Lookup lookup,
-                       const Resolver& resolver, PortId from, PortId to, bool partial,
-                       std::vector<DirLinkId>& out) {
+template <typename Hops, typename Lookup>
+std::string toDirLinks(const Hops& hops, Lookup lookup, const Resolver& resolver, PortId from,
+                       PortId to, bool partial, std::vector<DirLinkId>& out) {
   out.clear();
   if (hops.empty()) return {};
   const topology::Topology& topo = resolver.topology();
@@ -112,7 +143,7 @@ std::string toDirLinks(const google::protobuf::RepeatedPtrField<std::string>& ho
   for (int i = 0; i < hops.size(); ++i) {
     const Resolver::PortEntry* in = lookup(hops[i]);
     // Built only for a message: this runs for every hop of every record.
-    auto where = [&] { return "hop " + std::to_string(i) + " " + quoted(hops[i]); };
+    auto where = [&] { return "hop " + std::to_string(i) + " " + shownHop(hops[i]); };
     if (in == nullptr) return where() + " is not a port of the topology";
     const DirLinkId d = in->ingress;
     if (d == kNone) return where() + " has no link";
@@ -127,7 +158,8 @@ std::string toDirLinks(const google::protobuf::RepeatedPtrField<std::string>& ho
     last = in->port;
   }
   if (!partial && last != to) {
-    return "path ends at " + quoted(hops[hops.size() - 1]) + ", not at " + quoted(topo.portRef(to));
+    return "path ends at " + shownHop(hops[hops.size() - 1]) + ", not at " +
+           quoted(topo.portRef(to));
   }
   return {};
 }
@@ -137,17 +169,60 @@ void appendHops(const topology::Topology& topo, const std::vector<DirLinkId>& pa
   for (DirLinkId d : path) out->Add(topo.portRef(topo.dirDstPort(d)));
 }
 
+void appendHopIds(const topology::Topology& topo, const std::vector<DirLinkId>& path,
+                  google::protobuf::RepeatedField<uint32_t>* out) {
+  out->Reserve(static_cast<int>(path.size()));
+  for (DirLinkId d : path) out->AddAlreadyReserved(topo.dirDstPort(d) + 1);
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Whether a batch's port ids may be used, and what to say when they may not.
+struct IdScope {
+  const Resolver& resolver;
+  uint64_t batch_fingerprint = 0;
+  bool valid() const { return batch_fingerprint == resolver.fingerprint(); }
+  std::string unusable(const std::string& what) const {
+    return what + " is given only as a port id, under topology fingerprint " +
+           hex(batch_fingerprint) + ", not this analyzer's " + hex(resolver.fingerprint()) +
+           " (send names)";
+  }
+};
+
+// One port of a record (`what`: "src ", "dst " or ""), by id under a
+// matching fingerprint, else by name. Sets `mismatch` when an id had to be
+// passed over.
+std::string resolvePort(const IdScope& ids, uint32_t id, const std::string& name, const char* what,
+                        PortId& out, bool& mismatch) {
+  if (id != 0) {
+    if (ids.valid()) {
+      const Resolver::PortEntry* e = ids.resolver.entryById(id);
+      if (e == nullptr) return std::string("unknown ") + what + "port id " + std::to_string(id);
+      out = e->port;
+      return {};
+    }
+    mismatch = true;
+    if (name.empty()) return ids.unusable(std::string(what) + "port");
+  }
+  out = ids.resolver.port(name);
+  if (out == kNone) return std::string("unknown ") + what + "port " + quoted(name);
+  return {};
+}
+
 // Returns why the record is rejected (empty: accepted); `warning` says what
 // of an accepted record was left out.
-std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::ProbeRecord& r,
-                       std::string& warning) {
+std::string probeError(const v1::Probe& m, const IdScope& ids, telemetry::ProbeRecord& r,
+                       std::string& warning, bool& mismatch) {
   warning.clear();
+  const Resolver& resolver = ids.resolver;
   if (!std::isfinite(m.t())) return "'t' is not a finite number";
   r.t = m.t();
-  r.src = resolver.port(m.src());
-  if (r.src == kNone) return "unknown src port " + quoted(m.src());
-  r.dst = resolver.port(m.dst());
-  if (r.dst == kNone) return "unknown dst port " + quoted(m.dst());
+  if (auto e = resolvePort(ids, m.src_id(), m.src(), "src ", r.src, mismatch); !e.empty()) return e;
+  if (auto e = resolvePort(ids, m.dst_id(), m.dst(), "dst ", r.dst, mismatch); !e.empty()) return e;
   r.flow = m.flow();
   r.window_s = m.window_s() == 0 ? telemetry::kDefaultWindowS : m.window_s();
   if (!(r.window_s > 0) || !std::isfinite(r.window_s)) return "'window_s' must be positive";
@@ -168,12 +243,19 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
   r.rtt_us_p99 = m.has_rtt_us_p99() ? m.rtt_us_p99() : NAN;
   if (r.rtt_us_p50 < 0 || r.rtt_us_p99 < 0) return "an RTT is negative";
   r.path_partial = m.path_partial();
+  const auto by_name = [&](const std::string& s) { return resolver.entry(s); };
+  const auto by_id = [&](uint32_t id) { return resolver.entryById(id); };
   std::string err;
-  if (!m.path().empty()) {
-    err = toDirLinks(
-        m.path(), [&](const std::string& s) { return resolver.entry(s); }, resolver, r.src, r.dst,
-        r.path_partial, r.path);
-  } else {
+  const bool path_ids = !m.path_ids().empty() && ids.valid();
+  if (!m.path_ids().empty() && !ids.valid()) {
+    mismatch = true;
+    if (m.path().empty() && m.path_addrs().empty()) err = ids.unusable("the path");
+  }
+  if (path_ids) {
+    err = toDirLinks(m.path_ids(), by_id, resolver, r.src, r.dst, r.path_partial, r.path);
+  } else if (!m.path().empty()) {
+    err = toDirLinks(m.path(), by_name, resolver, r.src, r.dst, r.path_partial, r.path);
+  } else if (err.empty()) {
     err = toDirLinks(
         m.path_addrs(), [&](const std::string& s) { return resolver.entryByAddr(s); }, resolver,
         r.src, r.dst, r.path_partial, r.path);
@@ -185,9 +267,18 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
     r.path_partial = false;
     warning = "path ignored, record kept without it: " + err;
   }
-  err = toDirLinks(
-      m.reply_path(), [&](const std::string& s) { return resolver.entry(s); }, resolver, r.dst,
-      r.src, false, r.reply_path);
+  err.clear();
+  if (!m.reply_path_ids().empty() && ids.valid()) {
+    err = toDirLinks(m.reply_path_ids(), by_id, resolver, r.dst, r.src, false, r.reply_path);
+  } else {
+    if (!m.reply_path_ids().empty()) {
+      mismatch = true;
+      if (m.reply_path().empty()) err = ids.unusable("the reply path");
+    }
+    if (err.empty()) {
+      err = toDirLinks(m.reply_path(), by_name, resolver, r.dst, r.src, false, r.reply_path);
+    }
+  }
   if (!err.empty()) {
     r.reply_path.clear();
     warning += (warning.empty() ? "" : "; ") + std::string("reply_path ignored: ") + err;
@@ -195,13 +286,14 @@ std::string probeError(const v1::Probe& m, const Resolver& resolver, telemetry::
   return {};
 }
 
-std::string portError(const v1::PortCounters& m, const Resolver& resolver,
-                      telemetry::PortRecord& r) {
+std::string portError(const v1::PortCounters& m, const IdScope& ids, telemetry::PortRecord& r,
+                      bool& mismatch) {
   if (!std::isfinite(m.t())) return "'t' is not a finite number";
   r = {};
   r.t = m.t();
-  r.port = resolver.port(m.port());
-  if (r.port == kNone) return "unknown port " + quoted(m.port());
+  if (auto e = resolvePort(ids, m.port_id(), m.port(), "", r.port, mismatch); !e.empty()) {
+    return e;
+  }
   if (m.has_oper_up()) r.oper_up = m.oper_up();
   if (m.has_rx_packets()) r.rx_packets = m.rx_packets();
   if (m.has_tx_packets()) r.tx_packets = m.tx_packets();
@@ -230,12 +322,15 @@ std::string lldpError(const v1::LldpNeighbor& m, const Resolver& resolver,
 std::vector<std::string> decode(const v1::Batch& batch, const Resolver& resolver, Decoded& out,
                                 std::vector<std::string>* warnings) {
   std::vector<std::string> errors;
+  const IdScope ids{resolver, batch.topology()};
   out.probes.reserve(out.probes.size() + static_cast<size_t>(batch.probes_size()));
   std::string warning;
   for (int i = 0; i < batch.probes_size(); ++i) {
     // Built in place: the record's paths are never copied.
     telemetry::ProbeRecord& probe = out.probes.emplace_back();
-    std::string err = probeError(batch.probes(i), resolver, probe, warning);
+    bool mismatch = false;
+    std::string err = probeError(batch.probes(i), ids, probe, warning, mismatch);
+    out.id_mismatch += mismatch;
     if (!err.empty()) {
       out.probes.pop_back();
       errors.push_back("probes[" + std::to_string(i) + "]: " + err);
@@ -247,7 +342,9 @@ std::vector<std::string> decode(const v1::Batch& batch, const Resolver& resolver
   out.ports.reserve(out.ports.size() + static_cast<size_t>(batch.ports_size()));
   for (int i = 0; i < batch.ports_size(); ++i) {
     telemetry::PortRecord& port = out.ports.emplace_back();
-    std::string err = portError(batch.ports(i), resolver, port);
+    bool mismatch = false;
+    std::string err = portError(batch.ports(i), ids, port, mismatch);
+    out.id_mismatch += mismatch;
     if (!err.empty()) {
       out.ports.pop_back();
       errors.push_back("ports[" + std::to_string(i) + "]: " + err);
@@ -275,11 +372,17 @@ std::vector<std::string> deliver(const v1::Batch& batch, const Resolver& resolve
   return errors;
 }
 
-void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out) {
+void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out,
+            bool ids) {
   out.Clear();
   out.set_t(r.t);
-  out.set_src(topo.portRef(r.src));
-  out.set_dst(topo.portRef(r.dst));
+  if (ids) {
+    out.set_src_id(r.src + 1);
+    out.set_dst_id(r.dst + 1);
+  } else {
+    out.set_src(topo.portRef(r.src));
+    out.set_dst(topo.portRef(r.dst));
+  }
   out.set_flow(r.flow);
   out.set_window_s(r.window_s);
   out.set_sent(r.sent);
@@ -288,15 +391,25 @@ void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1:
   if (r.lost_rev) out.set_lost_rev(*r.lost_rev);
   if (!std::isnan(r.rtt_us_p50)) out.set_rtt_us_p50(r.rtt_us_p50);
   if (!std::isnan(r.rtt_us_p99)) out.set_rtt_us_p99(r.rtt_us_p99);
-  appendHops(topo, r.path, out.mutable_path());
   out.set_path_partial(r.path_partial);
-  appendHops(topo, r.reply_path, out.mutable_reply_path());
+  if (ids) {
+    appendHopIds(topo, r.path, out.mutable_path_ids());
+    appendHopIds(topo, r.reply_path, out.mutable_reply_path_ids());
+  } else {
+    appendHops(topo, r.path, out.mutable_path());
+    appendHops(topo, r.reply_path, out.mutable_reply_path());
+  }
 }
 
-void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out) {
+void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out,
+            bool ids) {
   out.Clear();
   out.set_t(r.t);
-  out.set_port(topo.portRef(r.port));
+  if (ids) {
+    out.set_port_id(r.port + 1);
+  } else {
+    out.set_port(topo.portRef(r.port));
+  }
   if (r.oper_up) out.set_oper_up(*r.oper_up);
   if (r.rx_packets) out.set_rx_packets(*r.rx_packets);
   if (r.tx_packets) out.set_tx_packets(*r.tx_packets);

@@ -17,6 +17,12 @@
 
 namespace netdiag::proto {
 
+// What compact port ids on the wire are valid under: a 64-bit hash (FNV-1a)
+// of every port's "node:port" in id order and every link's two ports, so two
+// processes that loaded the same fabric agree, and any change to ports or
+// cabling changes it. Never 0 (0 on the wire means "no ids").
+uint64_t topologyFingerprint(const topology::Topology& topo);
+
 // Resolves names and hop addresses of one topology; build once, reuse.
 //
 // Every record on the wire names a dozen ports or so (src, dst, each hop of
@@ -39,6 +45,7 @@ class Resolver {
   };
 
   const topology::Topology& topology() const { return topo_; }
+  uint64_t fingerprint() const { return fingerprint_; }
   // "node:port" -> port id, kNone when unknown.
   topology::PortId port(std::string_view name) const;
   // An interface address (as in the topology's `addr`, without prefix
@@ -48,6 +55,10 @@ class Resolver {
   const PortEntry* entry(std::string_view name) const { return names_.find(name, entries_); }
   const PortEntry* entryByAddr(std::string_view addr) const { return addrs_.find(addr, entries_); }
   const PortEntry& entryOf(topology::PortId p) const { return entries_[p]; }
+  // A wire port id (port index + 1) -> its entry; nullptr when out of range.
+  const PortEntry* entryById(uint32_t id) const {
+    return id - 1u < entries_.size() ? &entries_[id - 1u] : nullptr;
+  }
 
  private:
   // Keys -> port ids; linear probing over a power-of-two table at most half
@@ -74,6 +85,7 @@ class Resolver {
   };
 
   const topology::Topology& topo_;
+  uint64_t fingerprint_ = 0;
   std::vector<PortEntry> entries_;  // by port id
   Table names_, addrs_;
 };
@@ -91,6 +103,10 @@ struct Decoded {
   std::vector<telemetry::ProbeRecord> probes;
   std::vector<telemetry::PortRecord> ports;
   std::vector<telemetry::LldpRecord> lldp;
+  // Records that carried port ids under another topology fingerprint than
+  // the resolver's (or none): their names were used, or, without names,
+  // they are among the errors.
+  size_t id_mismatch = 0;
 };
 
 // What deliver() does, appending to `out` instead of calling a sink (the
@@ -98,9 +114,13 @@ struct Decoded {
 std::vector<std::string> decode(const v1::Batch& batch, const Resolver& resolver, Decoded& out,
                                 std::vector<std::string>* warnings = nullptr);
 
-// Record -> wire (simulated agents); names come from the topology.
-void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out);
-void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out);
+// Record -> wire (simulated agents); names come from the topology, or with
+// `ids` the compact port ids instead (the batch must then carry
+// topologyFingerprint(topo)).
+void toWire(const topology::Topology& topo, const telemetry::ProbeRecord& r, v1::Probe& out,
+            bool ids = false);
+void toWire(const topology::Topology& topo, const telemetry::PortRecord& r, v1::PortCounters& out,
+            bool ids = false);
 void toWire(const topology::Topology& topo, const telemetry::LldpRecord& r, v1::LldpNeighbor& out);
 
 // Who probes one node under a plan: what its responder must answer.

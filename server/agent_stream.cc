@@ -193,6 +193,7 @@ void AgentStream::acked(const Header& h, BatchResult r) {
       ack.set_epoch(h.epoch);
       ack.set_seq(h.seq);
       ack.set_duplicate(r.duplicate);
+      ack.set_topology(shared_.analyzer.topologyFingerprint());
       startWriteLocked(start);
     }
   }

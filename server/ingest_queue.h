@@ -45,7 +45,8 @@ struct DecodedBatch {
   size_t malformed = 0;
   size_t future = 0;
   size_t not_authorized = 0;
-  std::string first_refused;  // the first not_authorized record, described
+  size_t port_id_mismatch = 0;  // records with ids under another topology fingerprint
+  std::string first_refused;    // the first not_authorized record, described
   std::vector<std::string> errors, warnings;
   double oldest = std::numeric_limits<double>::infinity();  // the oldest record's t
   // Called once, on the engine thread, when every record is in the engine

@@ -395,6 +395,7 @@ struct LiveAnalyzer::Impl {
       counters.malformed += b.malformed;
       counters.future += b.future;
       counters.not_authorized += b.not_authorized;
+      counters.port_id_mismatch += b.port_id_mismatch;
       ++agent.batches;
       agent.records += result.accepted;
       agent.malformed += b.malformed;
@@ -715,6 +716,7 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
   proto::Decoded buffer;
   d.errors = proto::decode(batch, m.resolver, buffer, &d.warnings);
   d.malformed = d.errors.size();
+  d.port_id_mismatch = buffer.id_mismatch;
   // Authority: each record must be about what its agent may speak for.
   auto refuse = [&](auto& records, auto&& allowed, auto&& describe) {
     return std::erase_if(records, [&](const auto& r) {
@@ -787,6 +789,8 @@ void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult
 void LiveAnalyzer::submit(const v1::Batch& batch, std::function<void(BatchResult)> done) {
   submit(batch, std::move(done), nullptr);
 }
+
+uint64_t LiveAnalyzer::topologyFingerprint() const { return impl_->resolver.fingerprint(); }
 
 BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   std::promise<BatchResult> promise;

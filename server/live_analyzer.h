@@ -166,6 +166,9 @@ class LiveAnalyzer {
   std::string refuse(const std::string& as_agent, const v1::Batch& batch, const std::string& why);
 
   const Authority& authority() const;
+  // The fingerprint compact port ids on the wire must be under
+  // (proto::topologyFingerprint of the analyzer's topology); sent in acks.
+  uint64_t topologyFingerprint() const;
 
   // The plan of the agent of node `agent`; nullopt and *error for an agent
   // that is not a node of the topology.

@@ -4,6 +4,7 @@
 
 #include "proto/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -242,6 +243,101 @@ TEST_F(ConvertTest, BadRecordsAreRejectedByNameAndTheRestDelivered) {
   EXPECT_EQ(errors[3], "ports[0]: 't' is not a finite number");
   EXPECT_EQ(out.probes.size(), 1u);
   EXPECT_EQ(out.lldp.size(), 1u);
+}
+
+TEST_F(ConvertTest, PortIdsUnderTheSameTopologyStandForTheNames) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  r.reply_path = r.path;  // any valid chain back will do: the reverse of the path
+  std::reverse(r.reply_path.begin(), r.reply_path.end());
+  for (DirLinkId& d : r.reply_path) d = topology::Topology::reverse(d);
+  telemetry::PortRecord port;
+  port.t = 100;
+  port.port = r.src;
+  port.rx_packets = 7;
+  v1::Batch batch;
+  batch.set_topology(topologyFingerprint(topo_));
+  toWire(topo_, r, *batch.add_probes(), /*ids=*/true);
+  toWire(topo_, port, *batch.add_ports(), /*ids=*/true);
+  const v1::Probe& wire = batch.probes(0);
+  EXPECT_TRUE(wire.src().empty() && wire.path().empty()) << "ids replace the names";
+  EXPECT_EQ(wire.path_ids_size(), static_cast<int>(r.path.size()));
+  Decoded d;
+  std::vector<std::string> warnings;
+  EXPECT_TRUE(decode(batch, resolver_, d, &warnings).empty());
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  ASSERT_EQ(d.probes.size(), 1u);
+  EXPECT_EQ(d.probes[0].src, r.src);
+  EXPECT_EQ(d.probes[0].dst, r.dst);
+  EXPECT_EQ(d.probes[0].path, r.path);
+  EXPECT_EQ(d.probes[0].reply_path, r.reply_path);
+  ASSERT_EQ(d.ports.size(), 1u);
+  EXPECT_EQ(d.ports[0].port, r.src);
+  EXPECT_EQ(d.id_mismatch, 0u);
+}
+
+TEST_F(ConvertTest, PortIdsUnderAnotherTopologyFallBackToNamesOrAreRejectedAndCounted) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  // Another fabric: its fingerprint differs from ours.
+  const topology::Topology other = topology::generateLeafSpine({.spines = 3});
+  ASSERT_NE(topologyFingerprint(other), topologyFingerprint(topo_));
+  v1::Batch batch;
+  batch.set_topology(topologyFingerprint(other));
+  toWire(topo_, r, *batch.add_probes(), /*ids=*/true);  // ids alone: unusable here
+  v1::Probe* both = batch.add_probes();
+  toWire(topo_, r, *both);  // names, plus ids that would point elsewhere
+  both->set_src_id(r.dst + 1);
+  both->set_dst_id(r.src + 1);
+  both->add_path_ids(1);
+  v1::Probe* path_only = batch.add_probes();
+  toWire(topo_, r, *path_only, /*ids=*/true);
+  path_only->set_src(topo_.portRef(r.src));
+  path_only->set_dst(topo_.portRef(r.dst));
+  Decoded d;
+  std::vector<std::string> warnings;
+  const auto errors = decode(batch, resolver_, d, &warnings);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("probes[0]: src port is given only as a port id"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[0].find("(send names)"), std::string::npos) << errors[0];
+  ASSERT_EQ(d.probes.size(), 2u);
+  EXPECT_EQ(d.probes[0].src, r.src) << "the names, never the foreign ids";
+  EXPECT_EQ(d.probes[0].dst, r.dst);
+  EXPECT_EQ(d.probes[0].path, r.path);
+  EXPECT_EQ(d.probes[1].src, r.src);
+  EXPECT_TRUE(d.probes[1].path.empty()) << "a path given only by foreign ids is left out";
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("probes[2]: path ignored"), std::string::npos) << warnings[0];
+  EXPECT_EQ(d.id_mismatch, 3u);
+}
+
+TEST_F(ConvertTest, PortIdsOutOfRangeOrOffThePathAreNamed) {
+  auto r = probeAlongFirstPath("host1:eth0", "host64:eth0");
+  v1::Batch batch;
+  batch.set_topology(resolver_.fingerprint());
+  v1::Probe* bad_src = batch.add_probes();
+  toWire(topo_, r, *bad_src, /*ids=*/true);
+  bad_src->set_src_id(static_cast<uint32_t>(topo_.portCount()) + 1);  // one past the last port
+  v1::Probe* bad_hop = batch.add_probes();
+  toWire(topo_, r, *bad_hop, /*ids=*/true);
+  bad_hop->set_path_ids(0, bad_hop->path_ids(1));  // skips the first hop
+  Decoded d;
+  std::vector<std::string> warnings;
+  const auto errors = decode(batch, resolver_, d, &warnings);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "probes[0]: unknown src port id " + std::to_string(topo_.portCount() + 1));
+  ASSERT_EQ(d.probes.size(), 1u);
+  EXPECT_TRUE(d.probes[0].path.empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("hop 0 port id"), std::string::npos) << warnings[0];
+}
+
+TEST(TopologyFingerprint, SameFabricSameValueAnyChangeAnother) {
+  const auto a = topology::generateLeafSpine({});
+  const auto b = topology::generateLeafSpine({});
+  EXPECT_EQ(topologyFingerprint(a), topologyFingerprint(b));
+  EXPECT_NE(topologyFingerprint(a), 0u);
+  EXPECT_NE(topologyFingerprint(a),
+            topologyFingerprint(topology::generateLeafSpine({.leaves = 5})));
 }
 
 TEST_F(ConvertTest, AgentPlanHasTheNodesFlowsAndPorts) {

@@ -349,6 +349,40 @@ TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
   EXPECT_NE(r.errors[0].find("agent"), std::string::npos);
 }
 
+TEST(Ingest, PortIdsCountOnlyUnderTheAnalyzersTopologyAndMismatchesAreCounted) {
+  Live live;
+  const double now = wallNow();
+  const uint64_t own = live.analyzer->topologyFingerprint();
+  EXPECT_EQ(own, proto::topologyFingerprint(live.topo));
+  const telemetry::ProbeRecord named = [&] {
+    v1::Batch one;
+    *one.add_probes() = validProbe(live.topo, now);
+    proto::Decoded d;
+    EXPECT_TRUE(proto::decode(one, proto::Resolver(live.topo), d).empty());
+    return d.probes.at(0);
+  }();
+  v1::Batch b;
+  b.set_agent(prober(live.topo));
+  b.set_epoch(1);
+  b.set_seq(1);
+  b.set_topology(own);
+  proto::toWire(live.topo, named, *b.add_probes(), /*ids=*/true);
+  BatchResult r = live.analyzer->ingest(b);
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0];
+  EXPECT_EQ(r.accepted, 1u);
+
+  b.set_seq(2);
+  b.set_topology(own ^ 1);  // another fabric's ids: the record has no names to fall back on
+  r = live.analyzer->ingest(b);
+  EXPECT_EQ(r.accepted, 0u);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("given only as a port id"), std::string::npos) << r.errors[0];
+  exporter::IngestCounters c = live.analyzer->counters();
+  EXPECT_EQ(c.port_id_mismatch, 1u);
+  EXPECT_EQ(c.malformed, 1u);
+  EXPECT_EQ(c.probes, 1u);
+}
+
 TEST(Ingest, RandomBytesNeverCrash) {
   Live live;
   std::mt19937_64 rng(42);
@@ -1084,7 +1118,11 @@ faults:
     std::string error;
     ASSERT_TRUE(agents.finish(60, &error)) << error;
     EXPECT_EQ(agents.stats().acked, agents.stats().batches);
+    EXPECT_GT(agents.stats().id_batches, agents.stats().batches / 2)
+        << "after their first window the agents name ports by compact id";
   }
+  EXPECT_EQ(d.daemon->analyzer().counters().port_id_mismatch, 0u);
+  EXPECT_EQ(d.daemon->analyzer().counters().malformed, 0u);
   EXPECT_EQ(d.daemon->analyzer().counters().not_authorized, 0u)
       << "each synthetic agent speaks only for its node";
   EXPECT_EQ(d.daemon->analyzer().counters().too_late, 0u)
