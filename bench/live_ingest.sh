@@ -8,7 +8,10 @@
 # analyzer acknowledged (each ack is sent after the batch is in the engine),
 # the analyzer's own CPU time per record acknowledged (utime + stime from
 # /proc/PID/stat, which holds even with the load generator on the same
-# cores), its peak RSS, threads and file descriptors.
+# cores), its peak RSS, threads and file descriptors. At --speed 0 the
+# synthetic clocks run up to DURATION_S ahead of the analyzer's, so its
+# --max-future is set past that (else the records beyond 60 s would be
+# rejected as `future`: the `rejected` field must read 0).
 #
 # usage: bench/live_ingest.sh [BUILD_DIR] [SIZE] [AGENTS] [DURATION_S]
 #   ANALYZER_ARGS (environment): more flags for the analyzer, e.g.
@@ -38,7 +41,7 @@ esac
 "$netdiag" topo generate "${gen[@]}" -o "$work/fabric.yaml" >&2
 
 "$netdiag" analyzer --topology "$work/fabric.yaml" \
-  --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' \
+  --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' --max-future $((duration + 60)) \
   $([ "$agents" -gt 0 ] && echo --accept-sim-agents "$agents") ${ANALYZER_ARGS:-} 2>"$work/analyzer.err" &
 analyzer_pid=$!
 for _ in $(seq 600); do
@@ -66,17 +69,26 @@ touch "$work/done"; wait "$sampler" || true
 read -r peak_threads peak_fds <"$work/peaks" || true
 streams=$(grep -o 'over [0-9,]* agent stream' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
 
-http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
-# Nothing may be dropped or aged out: the analyzer's own counters say so.
-curl -s "$http/metrics" >"$work/metrics.txt" || true
-too_late=$(awk '/^netdiag_ingest_too_late_records_total / {print $2}' "$work/metrics.txt")
-blocked=$(awk '/^netdiag_ingest_queue_blocked_seconds_total / {print $2}' "$work/metrics.txt")
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$analyzer_pid/status")
 # Fields 14 and 15 of /proc/PID/stat (after the parenthesized name): utime, stime.
 ticks=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13}')
-kill -TERM "$analyzer_pid"; wait "$analyzer_pid" || true; analyzer_pid=
 rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '(),' | awk '{print $1}')
 records=$(grep -o 'delivered [0-9,]* records' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
+
+http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
+# Nothing may be dropped, rejected or aged out: the analyzer's own counters
+# say so. Every acknowledged record is in the engine; the counters follow
+# at the next tick, so wait (bounded) until they account for all of them.
+for _ in $(seq 100); do
+  curl -s "$http/metrics" >"$work/metrics.txt" || true
+  ingested=$(awk '/^netdiag_ingest_records_total/ {n += $2} END {print n + 0}' "$work/metrics.txt")
+  rejected=$(awk '/^netdiag_ingest_(malformed|future|not_authorized)_records_total / {n += $2} END {print n + 0}' "$work/metrics.txt")
+  [ $((ingested + rejected)) -ge "${records:-0}" ] && break
+  sleep 0.2
+done
+too_late=$(awk '/^netdiag_ingest_too_late_records_total / {print $2}' "$work/metrics.txt")
+blocked=$(awk '/^netdiag_ingest_queue_blocked_seconds_total / {print $2}' "$work/metrics.txt")
+kill -TERM "$analyzer_pid"; wait "$analyzer_pid" || true; analyzer_pid=
 cpu_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
-echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"
+echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"
