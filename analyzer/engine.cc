@@ -365,6 +365,7 @@ void Engine::onProbe(const ProbeRecord& r) {
   ++impl_->stats.probes;
   impl_->evidence.addProbe(r);
 }
+void Engine::prefetch(const ProbeRecord& r) const { impl_->evidence.prefetch(r); }
 void Engine::onPort(const PortRecord& r) {
   impl_->clock(r.t);
   ++impl_->stats.ports;

@@ -85,6 +85,10 @@ class Engine : public telemetry::RecordSink {
   void onProbe(const telemetry::ProbeRecord& r) override;
   void onPort(const telemetry::PortRecord& r) override;
   void onLldp(const telemetry::LldpRecord& r) override;
+  // A hint that `r` comes soon: starts loading what its onProbe will touch
+  // first (its flow's cached paths), so a caller that knows the records
+  // ahead overlaps their cache misses. Changes nothing.
+  void prefetch(const telemetry::ProbeRecord& r) const;
 
   // Moves the clock to `t` without a record and runs the pass due before it,
   // as a record at `t` would. The live daemon calls it with the wall clock

@@ -51,6 +51,7 @@ class FabricEvidence {
   FabricEvidence(const topology::Topology& topo, const EvidenceConfig& config);
 
   void addProbe(const telemetry::ProbeRecord& r);
+  void prefetch(const telemetry::ProbeRecord& r) const { flows_.prefetch(r); }
   void addPort(const telemetry::PortRecord& r);
   void addLldp(const telemetry::LldpRecord& r);
   // Moves every ring to `now`, forgets lossy records older than the

@@ -35,6 +35,12 @@ class FlowPaths {
   Middle forwardLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out);
   Middle reverseLinks(const telemetry::ProbeRecord& r, std::vector<topology::DirLinkId>& out);
 
+  // Starts loading the slots forwardLinks and reverseLinks will probe first.
+  void prefetch(const telemetry::ProbeRecord& r) const {
+    __builtin_prefetch(&slots_[home(r.src, r.dst, r.flow)]);
+    __builtin_prefetch(&slots_[home(r.dst, r.src, r.flow ^ kReplyFlow)]);
+  }
+
   size_t cachedFlows() const { return size_; }
   // Makes room for `flows` cached flows without regrowing.
   void reserve(size_t flows);

@@ -326,6 +326,14 @@ std::vector<std::string> decode(const v1::Batch& batch, const Resolver& resolver
   out.probes.reserve(out.probes.size() + static_cast<size_t>(batch.probes_size()));
   std::string warning;
   for (int i = 0; i < batch.probes_size(); ++i) {
+    if (ids.valid() && i + 1 < batch.probes_size()) {
+      // The next record's ports start loading while this one is checked.
+      const v1::Probe& next = batch.probes(i + 1);
+      resolver.prefetchId(next.src_id());
+      resolver.prefetchId(next.dst_id());
+      for (uint32_t id : next.path_ids()) resolver.prefetchId(id);
+      for (uint32_t id : next.reply_path_ids()) resolver.prefetchId(id);
+    }
     // Built in place: the record's paths are never copied.
     telemetry::ProbeRecord& probe = out.probes.emplace_back();
     bool mismatch = false;

@@ -59,6 +59,9 @@ class Resolver {
   const PortEntry* entryById(uint32_t id) const {
     return id - 1u < entries_.size() ? &entries_[id - 1u] : nullptr;
   }
+  void prefetchId(uint32_t id) const {
+    if (id - 1u < entries_.size()) __builtin_prefetch(&entries_[id - 1u]);
+  }
 
  private:
   // Keys -> port ids; linear probing over a power-of-two table at most half

@@ -429,6 +429,14 @@ struct LiveAnalyzer::Impl {
         w,
         [this](ReorderBuffer::Run& run, size_t pos) {
           const Pending& p = static_cast<const Pending&>(run);
+          // A run's records mostly go in a row: start loading the flow
+          // state of one a few places on, so its cache misses overlap this
+          // one's work instead of following it.
+          constexpr size_t kAhead = 4;
+          if (run.next + kAhead < run.sequence.size()) {
+            const uint32_t ahead = run.sequence[run.next + kAhead].pos;
+            if (ahead < p.probes.size()) engine.prefetch(p.probes[ahead]);
+          }
           if (pos < p.probes.size()) {
             engine.onProbe(p.probes[pos]);
             return;
