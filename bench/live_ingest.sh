@@ -49,6 +49,13 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 grpc=$(grep -o 'grpc=127.0.0.1:[0-9]*' "$work/analyzer.err" | cut -d= -f2 || true)
+# Start-up (topology, plan sizing, engine set-up) apart from the load: the
+# CPU spent once the plan is sized, before the first record.
+for _ in $(seq 600); do
+  grep -q 'probe plan:' "$work/analyzer.err" 2>/dev/null && break
+  sleep 0.1
+done
+ticks_start=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13}')
 [ -n "$grpc" ] || { cat "$work/analyzer.err" >&2; exit 1; }
 
 # The analyzer's threads and open file descriptors (one per agent
@@ -72,6 +79,13 @@ streams=$(grep -o 'over [0-9,]* agent stream' "$work/simulate.err" | tr -d ',' |
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$analyzer_pid/status")
 # Fields 14 and 15 of /proc/PID/stat (after the parenthesized name): utime, stime.
 ticks=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13}')
+# The engine thread's share (it owns the engine, dedup and the reorder
+# buffer, and publishes): the rest is the streams' decoding and gRPC.
+engine_ticks=0
+for task in /proc/$analyzer_pid/task/*; do
+  [ "$(cat "$task/comm" 2>/dev/null)" = nd-engine ] || continue
+  engine_ticks=$(sed 's/^.*) //' "$task/stat" | awk '{print $12 + $13}')
+done
 rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '(),' | awk '{print $1}')
 records=$(grep -o 'delivered [0-9,]* records' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
 
@@ -91,4 +105,9 @@ blocked=$(awk '/^netdiag_ingest_queue_blocked_seconds_total / {print $2}' "$work
 kill -TERM "$analyzer_pid"; wait "$analyzer_pid" || true; analyzer_pid=
 cpu_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
-echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"
+load_us=$(awk -v t="$((ticks - ticks_start))" -v hz="$(getconf CLK_TCK)" -v n="$records" \
+  'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
+engine_us=$(awk -v t="$engine_ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
+  'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
+startup_s=$(awk -v t="$ticks_start" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }')
+echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"

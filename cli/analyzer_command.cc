@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include <absl/synchronization/mutex.h>
 #include <pthread.h>
 #include <sys/resource.h>
 
@@ -54,6 +55,11 @@ struct AnalyzerOptions {
 
 int runAnalyzer(const AnalyzerOptions& o) {
   const char* me = "netdiag analyzer: ";
+  // gRPC's locks are absl::Mutex, and Debian's abseil keeps a lock-order
+  // graph on every lock for deadlock detection (a debug aid): with 16k agent
+  // streams that bookkeeping was ~15 % of the analyzer's CPU
+  // (docs/benchmarks.md). Off in the daemon; the unit tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (!checkEngineOptions(o.engine, "analyzer")) return kExitError;
   std::string host;
   int port = 0;

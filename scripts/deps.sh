@@ -12,7 +12,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
   prometheus-cpp-dev libcpp-httplib-dev
   # the agents' wire (proto/)
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libabsl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev sqlite3
   libsimdjson-dev
