@@ -276,7 +276,14 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
   EXPECT_EQ(value(a, "netdiag_fabric_links_affected",
                   {{"tier", "leaf-spine"}, {"pod", "none"}, {"state", "localized"}}),
             0.0);
-  EXPECT_TRUE(find(a, "netdiag_agent_connected", {{"agent", "host1"}}).empty());
+  for (const char* name : {"netdiag_agent_connected", "netdiag_agent_last_seen_timestamp_seconds",
+                           "netdiag_agent_batches", "netdiag_agent_records"}) {
+    EXPECT_TRUE(find(a, name, {{"agent", "host1"}}).empty()) << name;
+  }
+  EXPECT_TRUE(find(a, "netdiag_agent_rejected_records", {{"agent", "host1"}, {"reason", "future"}})
+                  .empty());
+  EXPECT_EQ(value(a, "netdiag_agent_rejected_records", {{"agent", "host0"}, {"reason", "future"}}),
+            0.0);
   EXPECT_EQ(value(a, "netdiag_agent_connected", {{"agent", "host0"}}), 0.0);
   EXPECT_EQ(value(a, "netdiag_agents", {{"state", "disconnected"}}), 1.0);
   // The histograms keep what they observed.
