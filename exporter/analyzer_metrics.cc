@@ -117,10 +117,13 @@ struct AnalyzerMetrics::Impl {
   std::vector<Labels> link_group;  // per link: {tier, pod}
   std::set<Labels> groups;
   // Agents and coverage.
-  GaugeSet agent_last_seen, agent_connected, agent_batches, agent_records, agent_rejected;
+  prometheus::Family<prometheus::Gauge>&agent_last_seen, &agent_connected, &agent_batches,
+      &agent_records;
+  GaugeSet agent_rejected;  // through it only the "(unknown)" bucket
   // Each agent's series, found with one lookup an update and set directly:
-  // through GaugeSet (a label-set lookup per series) 16k agents cost ~10 %
-  // of the engine thread. An agent gone from the list loses its series.
+  // through GaugeSet (a label-set lookup per series) 16k agents took about
+  // a quarter of the engine thread. An agent gone from the list loses its
+  // series.
   struct AgentSeries {
     prometheus::Gauge *last_seen, *connected, *batches, *records;
     prometheus::Gauge *malformed, *future, *not_authorized;
@@ -238,16 +241,24 @@ struct AnalyzerMetrics::Impl {
                 .Help("Links with an open link incident in either direction, by tier, "
                       "pod and state (localized, open).")
                 .Register(*registry)),
-        agent_last_seen(*registry, "netdiag_agent_last_seen_timestamp_seconds",
-                        "Unix time of the last batch received from the agent."),
-        agent_connected(*registry, "netdiag_agent_connected",
-                        "1 while the agent holds a stream open to the analyzer, else 0."),
-        agent_batches(
-            *registry, "netdiag_agent_batches",
-            "Batches received from the agent since the analyzer started (a gauge: the agent "
-            "list is rebuilt each update)."),
-        agent_records(*registry, "netdiag_agent_records",
-                      "Telemetry records received from the agent since the analyzer started."),
+        agent_last_seen(prometheus::BuildGauge()
+                            .Name("netdiag_agent_last_seen_timestamp_seconds")
+                            .Help("Unix time of the last batch received from the agent.")
+                            .Register(*registry)),
+        agent_connected(prometheus::BuildGauge()
+                            .Name("netdiag_agent_connected")
+                            .Help("1 while the agent holds a stream open to the analyzer, else 0.")
+                            .Register(*registry)),
+        agent_batches(prometheus::BuildGauge()
+                          .Name("netdiag_agent_batches")
+                          .Help("Batches received from the agent since the analyzer started (a "
+                                "gauge: the agent list is rebuilt each update).")
+                          .Register(*registry)),
+        agent_records(prometheus::BuildGauge()
+                          .Name("netdiag_agent_records")
+                          .Help("Telemetry records received from the agent since the analyzer "
+                                "started.")
+                          .Register(*registry)),
         agent_rejected(*registry, "netdiag_agent_rejected_records",
                        "Records of the agent rejected since the analyzer started, by reason "
                        "(malformed, future, not_authorized); agent=\"(unknown)\" counts every "
@@ -563,6 +574,7 @@ struct AnalyzerMetrics::Impl {
   }
 
   void agentStatus(const std::vector<AgentStatus>& list) {
+    ++agent_update;
     double connected = 0, disconnected = 0;
     for (const AgentStatus& a : list) {
       if (a.agent == kUnknownAgent) {  // a bucket, not an agent
@@ -577,15 +589,15 @@ struct AnalyzerMetrics::Impl {
         auto rejected = [&](const char* reason) {
           return &agent_rejected.family().Add({{"agent", a.agent}, {"reason", reason}});
         };
-        s.last_seen = &agent_last_seen.family().Add(labels);
-        s.connected = &agent_connected.family().Add(labels);
-        s.batches = &agent_batches.family().Add(labels);
-        s.records = &agent_records.family().Add(labels);
+        s.last_seen = &agent_last_seen.Add(labels);
+        s.connected = &agent_connected.Add(labels);
+        s.batches = &agent_batches.Add(labels);
+        s.records = &agent_records.Add(labels);
         s.malformed = rejected("malformed");
         s.future = rejected("future");
         s.not_authorized = rejected("not_authorized");
       }
-      s.update = agent_update + 1;
+      s.update = agent_update;
       s.last_seen->Set(a.last_seen);
       s.connected->Set(a.connected ? 1 : 0);
       s.batches->Set(static_cast<double>(a.batches));
@@ -595,14 +607,13 @@ struct AnalyzerMetrics::Impl {
       s.not_authorized->Set(static_cast<double>(a.not_authorized));
       (a.connected ? connected : disconnected) += 1;
     }
-    ++agent_update;
     std::erase_if(agent_series, [this](const auto& entry) {
       const AgentSeries& s = entry.second;
       if (s.update == agent_update) return false;
-      agent_last_seen.family().Remove(s.last_seen);
-      agent_connected.family().Remove(s.connected);
-      agent_batches.family().Remove(s.batches);
-      agent_records.family().Remove(s.records);
+      agent_last_seen.Remove(s.last_seen);
+      agent_connected.Remove(s.connected);
+      agent_batches.Remove(s.batches);
+      agent_records.Remove(s.records);
       for (prometheus::Gauge* g : {s.malformed, s.future, s.not_authorized}) {
         agent_rejected.family().Remove(g);
       }

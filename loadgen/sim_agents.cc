@@ -138,7 +138,7 @@ SimAgents::Agent& SimAgents::begun(Agent& a) {
   if (a.records == 0) {
     // Ids only under the analyzer's own fingerprint, decided per batch: an
     // analyzer restarted on another topology gets names again.
-    a.ids = options_.port_ids && a.link->analyzerTopology() == fingerprint_;
+    a.ids = a.link->analyzerTopology() == fingerprint_;
     if (a.ids) a.batch.set_topology(fingerprint_);
   }
   return a;

@@ -18,7 +18,9 @@
 // bytes bounding what is outstanding). The first window goes out alone: the
 // rest waits until every agent's batches of it are acknowledged, so that the
 // analyzer has heard from all of them before any runs ahead (its watermark
-// follows the agents it has heard from).
+// follows the agents it has heard from). Once an agent's acks carry the
+// fingerprint of its own topology, its batches name ports by compact id
+// (proto::topologyFingerprint), not by name.
 //
 // `netdiag simulate --live` and the ingest benchmark use it.
 //
@@ -46,11 +48,8 @@ struct SimAgentsOptions {
   // Streams per connection (HTTP/2 channel); 1, like real agents: each its
   // own TCP connection.
   size_t agents_per_connection = 1;
-  double speed = 1;             // telemetry seconds per wall second; 0: no pacing
-  double batch_interval_s = 1;  // telemetry time per batch
-  // Compact port ids instead of names once the analyzer's acks show the
-  // same topology (its first batches always go by name).
-  bool port_ids = true;
+  double speed = 1;                               // telemetry seconds per wall second; 0: no pacing
+  double batch_interval_s = 1;                    // telemetry time per batch
   size_t max_batch_records = 5000;                // a batch is sent early when this full
   uint64_t max_outstanding_bytes = 256ull << 20;  // unacknowledged, all agents together
   std::string tls_ca, tls_cert, tls_key;

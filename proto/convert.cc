@@ -245,20 +245,22 @@ std::string probeError(const v1::Probe& m, const IdScope& ids, telemetry::ProbeR
   r.path_partial = m.path_partial();
   const auto by_name = [&](const std::string& s) { return resolver.entry(s); };
   const auto by_id = [&](uint32_t id) { return resolver.entryById(id); };
+  // Each path by its ids under a matching fingerprint, else by names (or,
+  // forward, addresses); one given only by foreign ids is left out.
   std::string err;
-  const bool path_ids = !m.path_ids().empty() && ids.valid();
-  if (!m.path_ids().empty() && !ids.valid()) {
-    mismatch = true;
-    if (m.path().empty() && m.path_addrs().empty()) err = ids.unusable("the path");
-  }
-  if (path_ids) {
+  if (!m.path_ids().empty() && ids.valid()) {
     err = toDirLinks(m.path_ids(), by_id, resolver, r.src, r.dst, r.path_partial, r.path);
-  } else if (!m.path().empty()) {
-    err = toDirLinks(m.path(), by_name, resolver, r.src, r.dst, r.path_partial, r.path);
-  } else if (err.empty()) {
-    err = toDirLinks(
-        m.path_addrs(), [&](const std::string& s) { return resolver.entryByAddr(s); }, resolver,
-        r.src, r.dst, r.path_partial, r.path);
+  } else {
+    mismatch |= !m.path_ids().empty();
+    if (!m.path().empty()) {
+      err = toDirLinks(m.path(), by_name, resolver, r.src, r.dst, r.path_partial, r.path);
+    } else if (m.path_addrs().empty() && !m.path_ids().empty()) {
+      err = ids.unusable("the path");
+    } else {
+      err = toDirLinks(
+          m.path_addrs(), [&](const std::string& s) { return resolver.entryByAddr(s); }, resolver,
+          r.src, r.dst, r.path_partial, r.path);
+    }
   }
   // A path that does not map onto the topology (a hop answering from an
   // address the file does not list) costs the path, never the counts.
@@ -267,17 +269,13 @@ std::string probeError(const v1::Probe& m, const IdScope& ids, telemetry::ProbeR
     r.path_partial = false;
     warning = "path ignored, record kept without it: " + err;
   }
-  err.clear();
   if (!m.reply_path_ids().empty() && ids.valid()) {
     err = toDirLinks(m.reply_path_ids(), by_id, resolver, r.dst, r.src, false, r.reply_path);
   } else {
-    if (!m.reply_path_ids().empty()) {
-      mismatch = true;
-      if (m.reply_path().empty()) err = ids.unusable("the reply path");
-    }
-    if (err.empty()) {
-      err = toDirLinks(m.reply_path(), by_name, resolver, r.dst, r.src, false, r.reply_path);
-    }
+    mismatch |= !m.reply_path_ids().empty();
+    err = m.reply_path().empty() && !m.reply_path_ids().empty()
+              ? ids.unusable("the reply path")
+              : toDirLinks(m.reply_path(), by_name, resolver, r.dst, r.src, false, r.reply_path);
   }
   if (!err.empty()) {
     r.reply_path.clear();
