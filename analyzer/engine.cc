@@ -90,6 +90,11 @@ struct Engine::Impl {
     stats.pass_seconds += took;
     stats.last_pass_seconds = took;
     stats.last_pass_started = std::chrono::duration<double>(started.time_since_epoch()).count();
+    size_t bucket = 0;
+    while (bucket < IngestStats::kPassBounds.size() && took > IngestStats::kPassBounds[bucket]) {
+      ++bucket;
+    }
+    ++stats.pass_buckets[bucket];
   }
 
   void decide(double now) {

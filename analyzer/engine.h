@@ -12,6 +12,7 @@
 //
 // Thread-safety: none; feed it from one thread.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,11 @@ struct IngestStats {
   double pass_seconds = 0;       // all passes
   double last_pass_seconds = 0;  // the newest
   double last_pass_started = 0;  // Unix time (system clock) the newest began
+  // Passes by wall time: pass_buckets[i] counts those in (bound i-1, bound
+  // i], the last those over every bound. Every pass counts, also the ones a
+  // catch-up runs between two looks at these stats.
+  static constexpr std::array<double, 8> kPassBounds{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  std::array<uint64_t, kPassBounds.size() + 1> pass_buckets{};
 };
 
 // Probes whose known path crossed a directed link, over the horizon.

@@ -60,13 +60,19 @@ ticks_start=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13
 
 # The analyzer's threads and open file descriptors (one per agent
 # connection), sampled while the load runs; the peak is reported.
-( peak_threads=0; peak_fds=0
+# Its RSS goes to rss.log every 5 s (seconds since the load began, KiB),
+# kept at $RSS_LOG when set: flat or growing over a long run.
+( peak_threads=0; peak_fds=0; n=0
   while kill -0 "$analyzer_pid" 2>/dev/null && [ ! -e "$work/done" ]; do
     t=$(awk '/^Threads:/ {print $2}' "/proc/$analyzer_pid/status" 2>/dev/null || echo 0)
     f=$(ls "/proc/$analyzer_pid/fd" 2>/dev/null | wc -l)
     [ "${t:-0}" -gt "$peak_threads" ] && peak_threads=$t
     [ "$f" -gt "$peak_fds" ] && peak_fds=$f
     echo "$peak_threads $peak_fds" >"$work/peaks"
+    if [ $((n % 10)) -eq 0 ]; then
+      echo "$((n / 2)) $(awk '/^VmRSS:/ {print $2}' "/proc/$analyzer_pid/status" 2>/dev/null)" >>"$work/rss.log"
+    fi
+    n=$((n + 1))
     sleep 0.5
   done ) &
 sampler=$!
@@ -101,6 +107,14 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 too_late=$(awk '/^netdiag_ingest_too_late_records_total / {print $2}' "$work/metrics.txt")
+# Passes and how many took over 1 s (the pass-duration histogram).
+passes=$(awk '/^netdiag_engine_pass_duration_seconds_count / {print $2}' "$work/metrics.txt")
+passes_over_1s=$(awk -v n="${passes:-0}" '/^netdiag_engine_pass_duration_seconds_bucket\{le="1(\.0+)?"\} / {print n - $2}' "$work/metrics.txt")
+# The longest pass is at most the first bucket that holds every pass.
+pass_max_le=$(awk -v n="${passes:-0}" '/^netdiag_engine_pass_duration_seconds_bucket\{/ && $2 + 0 >= n + 0 && !done { match($0, /le="[^"]*"/); print substr($0, RSTART + 4, RLENGTH - 5); done = 1 }' "$work/metrics.txt")
+# Peak RSS over the first and the second half of the load: flat or growing.
+rss_halves=$(awk '{ t[NR] = $1; r[NR] = $2 } END { h = t[NR] / 2; for (i = 1; i <= NR; i++) { if (t[i] <= h) { if (r[i] > a) a = r[i] } else if (r[i] > b) b = r[i] } print (a + 0) " " (b + 0) }' "$work/rss.log")
+[ -n "${RSS_LOG:-}" ] && cp "$work/rss.log" "$RSS_LOG"
 blocked=$(awk '/^netdiag_ingest_queue_blocked_seconds_total / {print $2}' "$work/metrics.txt")
 kill -TERM "$analyzer_pid"; wait "$analyzer_pid" || true; analyzer_pid=
 cpu_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
@@ -110,4 +124,4 @@ load_us=$(awk -v t="$((ticks - ticks_start))" -v hz="$(getconf CLK_TCK)" -v n="$
 engine_us=$(awk -v t="$engine_ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
 startup_s=$(awk -v t="$ticks_start" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }')
-echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a}"
+echo "live_ingest size=$size agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a} passes=${passes:-n/a} passes_over_1s=${passes_over_1s:-n/a} longest_pass_le_s=${pass_max_le:-n/a} rss_peak_kib_first_half=${rss_halves% *} rss_peak_kib_second_half=${rss_halves#* }"

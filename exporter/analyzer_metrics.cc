@@ -145,6 +145,8 @@ struct AnalyzerMetrics::Impl {
   double pass_seconds_seen = 0;
   prometheus::Gauge& last_pass_seconds;
   prometheus::Gauge& last_pass_started;
+  prometheus::Histogram& pass_duration;
+  decltype(analyzer::IngestStats::pass_buckets) pass_buckets_seen{};
   prometheus::Gauge& background_loss;
   prometheus::Gauge& telemetry_time;
   prometheus::Gauge& last_update;
@@ -366,6 +368,14 @@ struct AnalyzerMetrics::Impl {
                               .Help("Wall-clock Unix time the newest pass began.")
                               .Register(*registry)
                               .Add({})),
+        pass_duration(prometheus::BuildHistogram()
+                          .Name("netdiag_engine_pass_duration_seconds")
+                          .Help("Wall time of each engine pass (every pass, also those of a "
+                                "catch-up between two metric updates).")
+                          .Register(*registry)
+                          .Add({}, prometheus::Histogram::BucketBoundaries(
+                                       analyzer::IngestStats::kPassBounds.begin(),
+                                       analyzer::IngestStats::kPassBounds.end()))),
         background_loss(
             prometheus::BuildGauge()
                 .Name("netdiag_background_loss_ratio")
@@ -676,6 +686,20 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
                                 : stats.pass_seconds;
   if (pass_delta > 0) m.pass_seconds.Increment(pass_delta);
   m.pass_seconds_seen = stats.pass_seconds;
+  std::vector<double> new_passes(stats.pass_buckets.size());
+  bool restarted = false;
+  for (size_t i = 0; i < stats.pass_buckets.size(); ++i) {
+    restarted = restarted || stats.pass_buckets[i] < m.pass_buckets_seen[i];
+  }
+  for (size_t i = 0; i < stats.pass_buckets.size(); ++i) {
+    new_passes[i] =
+        static_cast<double>(stats.pass_buckets[i] - (restarted ? 0 : m.pass_buckets_seen[i]));
+  }
+  if (pass_delta > 0 ||
+      std::any_of(new_passes.begin(), new_passes.end(), [](double n) { return n > 0; })) {
+    m.pass_duration.ObserveMultiple(new_passes, pass_delta);
+  }
+  m.pass_buckets_seen = stats.pass_buckets;
   if (stats.passes > 0) {
     m.last_pass_seconds.Set(stats.last_pass_seconds);
     m.last_pass_started.Set(stats.last_pass_started);

@@ -247,6 +247,21 @@ TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenRes
             value(s, "netdiag_engine_pass_seconds_total"));
   // Unix time (the test's fabric runs on its own clock, the pass on the wall's).
   EXPECT_GT(value(s, "netdiag_engine_last_pass_start_timestamp_seconds"), 1.6e9);
+  // Every pass is in the histogram once, in the bucket of its length.
+  const double passes = static_cast<double>(engine.stats().passes);
+  EXPECT_EQ(value(s, "netdiag_engine_pass_duration_seconds_count"), passes);
+  EXPECT_EQ(value(s, "netdiag_engine_pass_duration_seconds_bucket", {{"le", "+Inf"}}), passes);
+  EXPECT_NEAR(value(s, "netdiag_engine_pass_duration_seconds_sum").value_or(-1),
+              engine.stats().pass_seconds, 1e-9);
+  double below = 0;
+  for (const Sample& b : find(s, "netdiag_engine_pass_duration_seconds_bucket")) {
+    if (b.labels.at("le") == "+Inf") continue;
+    if (std::stod(b.labels.at("le")) >= engine.stats().last_pass_seconds) {
+      EXPECT_GE(b.value, 1.0) << "le=" << b.labels.at("le");
+    }
+    below = std::max(below, b.value);
+  }
+  EXPECT_LE(below, passes);
 
   // Agents.
   EXPECT_EQ(value(s, "netdiag_agent_connected", {{"agent", "host0"}}), 1.0);
