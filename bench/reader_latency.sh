@@ -44,15 +44,32 @@ grpc=$(grep -o 'grpc=127.0.0.1:[0-9]*' "$work/analyzer.err" | cut -d= -f2 || tru
 http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
 [ -n "$grpc" ] && [ -n "$http" ] || { cat "$work/analyzer.err" >&2; exit 1; }
 
+# At 102,400 host ports the default plan's real-time rate (about 740 k
+# probe records/s) is beyond what the generator reaches here (about 260 k/s
+# acknowledged at --speed 0), and below --speed 1 its records would fall
+# behind the analyzer's clock. So the generator runs a thinner plan there:
+# 6 peers of one flow per host port, about 123 k records/s, under half its
+# reach. The fabric, and so every directed link a pass tests, is unchanged.
+scenario=()
+if [ "$size" = 100k ]; then
+  cat >"$work/scenario.yaml" <<'YAML'
+name: readers-100k
+window_s: 5
+budget: {peers: 6, flows_per_peer: 1}
+noise: {background_loss: 1.0e-5, path_unknown: 0.3, missing_records: 0.005}
+faults: []
+YAML
+  scenario=(--scenario "$work/scenario.yaml")
+fi
 # Telemetry for the warm-up, the measurement and some slack after it.
-"$netdiag" simulate --topology "$work/fabric.yaml" --duration $((duration + 120)) \
+"$netdiag" simulate --topology "$work/fabric.yaml" "${scenario[@]}" --duration $((duration + 120)) \
   --live "$grpc" --speed 1 --agents 64 --live-timeout 300 >"$work/simulate.err" 2>&1 &
 sim_pid=$!
 
 # Measure once the engine has run passes on ingested records (a positive
 # signal, not a sleep): two passes past the first probe records.
 metric() { curl -s "$http/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-for _ in $(seq 1200); do
+for _ in $(seq 2400); do
   probes=$(metric 'netdiag_ingest_records_total{kind="probe"}')
   passes=$(metric netdiag_engine_passes_total)
   if [ "${probes%.*}" -gt 0 ] 2>/dev/null; then

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analyzer/engine.h"
+#include "analyzer/lookahead_sink.h"
 #include "analyzer/persist.h"
 #include "cli/app.h"
 #include "cli/commands.h"
@@ -99,7 +100,9 @@ int runReplay(const ReplayOptions& o) {
   telemetry::ReadOptions ro;
   ro.strict = o.strict;
   ro.max_future_s = o.max_future_s;
-  bool ok = telemetry::readJsonl(*in, topo, engine, stats, ro);
+  analyzer::LookaheadSink sink(engine);
+  bool ok = telemetry::readJsonl(*in, topo, sink, stats, ro);
+  sink.flush();
   const std::string name = o.telemetry == "-" ? "(stdin)" : o.telemetry;
   uint64_t last_line = 0;  // under --strict, the line it stopped at
   for (auto [lines, count, what] :
