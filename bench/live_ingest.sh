@@ -23,6 +23,9 @@
 #   SPEED (environment): the generator's --speed, default 0 (no pacing).
 #   SCENARIO (environment): a scenario file for the generator (its budget
 #   sets the plan and so the real-time rate; the fabric stays SIZE's).
+#   BATCH_INTERVAL (environment): each agent's seconds of telemetry per
+#   batch, default 1 (the agent's default); give the analyzer a --delay
+#   above it (ANALYZER_ARGS) so its passes wait for the batches.
 #   SIZE: small (leaf-spine 4x16x16, 256 host ports), medium (rail, 12,800
 #   host ports) or 100k (rail, 102,400 host ports); default medium.
 set -euo pipefail
@@ -84,7 +87,7 @@ ticks_start=$(sed 's/^.*) //' "/proc/$analyzer_pid/stat" | awk '{print $12 + $13
   done ) &
 sampler=$!
 "$netdiag" simulate --topology "$work/fabric.yaml" ${SCENARIO:+--scenario "$SCENARIO"} --duration "$duration" \
-  --live "$grpc" --speed "${SPEED:-0}" $([ "$agents" -gt 0 ] && echo --agents "$agents") --live-timeout 300 2>&1 | tee "$work/simulate.err" >&2
+  --live "$grpc" --speed "${SPEED:-0}" --batch-interval "${BATCH_INTERVAL:-1}" $([ "$agents" -gt 0 ] && echo --agents "$agents") --live-timeout 300 2>&1 | tee "$work/simulate.err" >&2
 touch "$work/done"; wait "$sampler" || true
 read -r peak_threads peak_fds <"$work/peaks" || true
 streams=$(grep -o 'over [0-9,]* agent stream' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
@@ -131,4 +134,4 @@ load_us=$(awk -v t="$((ticks - ticks_start))" -v hz="$(getconf CLK_TCK)" -v n="$
 engine_us=$(awk -v t="$engine_ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
 startup_s=$(awk -v t="$ticks_start" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }')
-echo "live_ingest size=$size speed=${SPEED:-0} scenario=${SCENARIO:-default} agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a} passes=${passes:-n/a} passes_over_1s=${passes_over_1s:-n/a} longest_pass_le_s=${pass_max_le:-n/a} rss_peak_kib_first_half=${rss_halves% *} rss_peak_kib_second_half=${rss_halves#* }"
+echo "live_ingest size=$size speed=${SPEED:-0} batch_interval_s=${BATCH_INTERVAL:-1} scenario=${SCENARIO:-default} agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a} passes=${passes:-n/a} passes_over_1s=${passes_over_1s:-n/a} longest_pass_le_s=${pass_max_le:-n/a} rss_peak_kib_first_half=${rss_halves% *} rss_peak_kib_second_half=${rss_halves#* }"

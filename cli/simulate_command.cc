@@ -36,6 +36,7 @@ struct SimulateOptions {
   std::string live;
   double speed = 1;
   size_t agents = 0;
+  double batch_interval_s = 1;
   double live_timeout_s = 120;
 };
 
@@ -55,6 +56,7 @@ std::string runLive(const SimulateOptions& o, const topology::Topology& topo, si
   so.analyzer = o.live;
   so.agents = o.agents;
   so.speed = o.speed;
+  so.batch_interval_s = o.batch_interval_s;
   so.connect_timeout_s = o.live_timeout_s;
   collector::UplinkOptions check;
   check.analyzer = o.live;
@@ -244,6 +246,12 @@ void addSimulateCommand(CLI::App& app, int& exit_code) {
          "node); fewer than the nodes are grouped sim-<i> agents, which the analyzer "
          "accepts only with --accept-sim-agents N")
       ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->needs(live);
+  sim->add_option("--batch-interval", o->batch_interval_s,
+                  "With --live: telemetry seconds per batch of each agent (an agent's "
+                  "batch_interval); the analyzer's cost goes mostly per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 60.0))
       ->needs(live);
   sim->add_option("--live-timeout", o->live_timeout_s,
                   "With --live: seconds to wait at the end for every batch to be acknowledged")

@@ -118,9 +118,23 @@ void SimAgents::before(double t) {
     // late would find its records behind the others' (too_late). Bounded;
     // finish() reports an analyzer that never answers.
     heard_ = true;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto waited_from = std::chrono::steady_clock::now();
+    const auto deadline = waited_from + std::chrono::seconds(30);
     while (unackedBatches() > 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (options_.speed > 0) {
+      // Paced: the wait (16k streams' first acks take seconds) would leave
+      // every later record that far behind the wall clock for good, beyond
+      // the late window when long enough. Start the rest after it instead,
+      // as a fabric silent for that long, keeping the window alignment.
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - waited_from).count();
+      const double align = options_.align_s > 0 ? options_.align_s : 1;
+      const double skip = std::ceil(waited * options_.speed / align) * align;
+      shift_ += skip;
+      wall_first_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(skip / options_.speed));
     }
   }
   if (options_.speed > 0) {
