@@ -84,6 +84,7 @@ class Explainer {
   double crossedPosterior(const LossySegment& seg, double s, std::optional<double> x) const;
   double unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) const;
   double explainedShare(const Key& key, const Candidate& c, const LossySegment& seg) const;
+  double crossing(const Key& key, const LossySegment& seg) const;
   // `when`: only the segments of windows ending at times it accepts.
   void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false,
                  const std::function<bool(double)>* when = nullptr);
@@ -239,7 +240,7 @@ std::vector<Candidate> Explainer::attributed(const std::vector<Hypothesis>& acce
       const size_t here = position(key, segs_[i]);
       for (size_t h = 0; h < accepted.size(); ++h) {
         if (h == j) continue;
-        const double e = explainedShare(accepted[h].key, accepted[h].evidence, segs_[i]);
+        const double e = crossing(accepted[h].key, segs_[i]);
         // (One on an unseen stretch is taken to lie past this one.)
         if (e > 0) sh.others.push_back({h, e, position(accepted[h].key, segs_[i]) < here});
       }
@@ -511,6 +512,20 @@ double Explainer::explainedShare(const Key& key, const Candidate& c,
   if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
   const double s = unseenShare(seg, key.id, false);
   return s > 0 ? crossedPosterior(seg, s, std::max(c.loss, 1e-9)) : 0.0;
+}
+
+// The chance that the segment's probes met the hypothesis before their
+// losses are known: 1 where it is on the known path (or is the segment's
+// host), else the ECMP share of an unseen stretch that may carry it. The
+// split of shared losses weighs this by the rate (attributed): weighing
+// explainedShare's posterior instead, which already counts the losses as
+// evidence of crossing, would count them twice and hand another fault the
+// losses of every flow that merely might have crossed it.
+double Explainer::crossing(const Key& key, const LossySegment& seg) const {
+  if (key.kind != Key::kLink) return explainedShare(key, Candidate{}, seg);
+  auto ls = ev_.lossy().linksOf(seg);
+  if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
+  return unseenShare(seg, key.id, false);
 }
 
 // Removes from the evidence what link `d` with loss `x` explains: every

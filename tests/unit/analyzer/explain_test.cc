@@ -275,6 +275,39 @@ TEST(Explain, FaultsSharingFlowsStateEachItsOwnRate) {
   }
 }
 
+// A host's flows went unseen past its access link, which loses 5 %, and a
+// quarter of them (one spine in four) also crossed an uplink of its leaf
+// that loses 10 %. Splitting a lossy flow's losses weighs the uplink by its
+// ECMP share times its rate: with the posterior of crossing it (which the
+// losses themselves already raise) in place of the share, the uplink took
+// most of every lossy flow's losses and the access link read well under 5 %.
+TEST(Explain, AnUnseenStretchTakesItsShareOfALinksLossesNotMore) {
+  Fabric f(4, 4, 2);
+  Mesh mesh(f);
+  mesh.sent = 100;  // whole losses per window: 5 % and 10 % exactly
+  mesh.one_way = true;
+  const PortId h0 = f.hosts[0];
+  const DirLinkId access = f.t.egressOf(h0);
+  const DirLinkId up = f.between(f.leafOf(h0), f.spines[0]);
+  mesh.loss[access] = 0.05;
+  mesh.loss[up] = 0.1;
+  mesh.path_known = [&](PortId src, PortId, size_t) { return src != h0; };
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  auto find = [&](DirLinkId d) {
+    return std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) {
+      return h.key == Key{Key::kLink, d};
+    });
+  };
+  ASSERT_NE(find(up), hs.end()) << "the uplink is a fault too";
+  auto it = find(access);
+  ASSERT_NE(it, hs.end());
+  EXPECT_NEAR(it->loss, 0.05, 0.005);
+  EXPECT_LE(it->loss_interval.first, 0.05);
+  EXPECT_GE(it->loss_interval.second, 0.05);
+}
+
 // A dead link on some of the paths to a host, with no path known: the flows
 // hashed through it die whole and the others stay clean. That is no host
 // "unreachable on every path" (which loses its flows alike); the host
