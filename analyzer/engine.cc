@@ -1,5 +1,6 @@
 #include "analyzer/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -90,11 +91,8 @@ struct Engine::Impl {
     stats.pass_seconds += took;
     stats.last_pass_seconds = took;
     stats.last_pass_started = std::chrono::duration<double>(started.time_since_epoch()).count();
-    size_t bucket = 0;
-    while (bucket < IngestStats::kPassBounds.size() && took > IngestStats::kPassBounds[bucket]) {
-      ++bucket;
-    }
-    ++stats.pass_buckets[bucket];
+    const auto& bounds = IngestStats::kPassBounds;  // the first bound >= took
+    ++stats.pass_buckets[std::lower_bound(bounds.begin(), bounds.end(), took) - bounds.begin()];
   }
 
   void decide(double now) {

@@ -499,21 +499,6 @@ double Explainer::unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_c
   return s_max;
 }
 
-// The share of a lossy segment that an accepted hypothesis explains, as
-// explain() takes it: all of a segment certainly through the link (or to
-// the host), the posterior that it crossed the link on its unseen stretch.
-double Explainer::explainedShare(const Key& key, const Candidate& c,
-                                 const LossySegment& seg) const {
-  if (key.kind == Key::kNode) return seg.forward && seg.dst_node == key.id ? 1.0 : 0.0;
-  if (key.kind == Key::kHostSide) {
-    return seg.src_node == key.id || seg.dst_node == key.id ? 1.0 : 0.0;
-  }
-  auto ls = ev_.lossy().linksOf(seg);
-  if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
-  const double s = unseenShare(seg, key.id, false);
-  return s > 0 ? crossedPosterior(seg, s, std::max(c.loss, 1e-9)) : 0.0;
-}
-
 // The chance that the segment's probes met the hypothesis before their
 // losses are known: 1 where it is on the known path (or is the segment's
 // host), else the ECMP share of an unseen stretch that may carry it. The
@@ -522,10 +507,23 @@ double Explainer::explainedShare(const Key& key, const Candidate& c,
 // evidence of crossing, would count them twice and hand another fault the
 // losses of every flow that merely might have crossed it.
 double Explainer::crossing(const Key& key, const LossySegment& seg) const {
-  if (key.kind != Key::kLink) return explainedShare(key, Candidate{}, seg);
+  if (key.kind == Key::kNode) return seg.forward && seg.dst_node == key.id ? 1.0 : 0.0;
+  if (key.kind == Key::kHostSide) {
+    return seg.src_node == key.id || seg.dst_node == key.id ? 1.0 : 0.0;
+  }
   auto ls = ev_.lossy().linksOf(seg);
   if (std::find(ls.begin(), ls.end(), key.id) != ls.end()) return 1.0;
   return unseenShare(seg, key.id, false);
+}
+
+// The share of a lossy segment that an accepted hypothesis explains, as
+// explain() takes it: all of a segment certainly through the link (or to
+// the host), the posterior that it crossed the link on its unseen stretch.
+double Explainer::explainedShare(const Key& key, const Candidate& c,
+                                 const LossySegment& seg) const {
+  const double s = crossing(key, seg);
+  if (s <= 0 || s >= 1) return s;
+  return crossedPosterior(seg, s, std::max(c.loss, 1e-9));
 }
 
 // Removes from the evidence what link `d` with loss `x` explains: every

@@ -695,8 +695,7 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
     new_passes[i] =
         static_cast<double>(stats.pass_buckets[i] - (restarted ? 0 : m.pass_buckets_seen[i]));
   }
-  if (pass_delta > 0 ||
-      std::any_of(new_passes.begin(), new_passes.end(), [](double n) { return n > 0; })) {
+  if (std::any_of(new_passes.begin(), new_passes.end(), [](double n) { return n > 0; })) {
     m.pass_duration.ObserveMultiple(new_passes, pass_delta);
   }
   m.pass_buckets_seen = stats.pass_buckets;

@@ -97,14 +97,23 @@ void expectSameAsFarAs(const Topology& topo, const Report& full, const Report& c
   }
 }
 
-TEST(EngineNoLookAhead, PrefixOfALogGivesTheSameIncidentsAsFarAsItGoes) {
-  Topology topo = topology::generateLeafSpine(
+Topology smallFabric() {
+  return topology::generateLeafSpine(
       {.spines = 4, .leaves = 6, .hosts_per_leaf = 4, .addresses = false});
+}
+
+// 300 s with one leaf->spine link losing 1 % from 100 s on.
+sim::Scenario oneUplinkLoss() {
   sim::Scenario s;
   s.file = "lookahead.yaml";
   s.duration_s = 300;
   s.faults.push_back(linkLoss(0.01, 100, "leaf", "spine"));
-  SimLog log = simulate(topo, s, 11);
+  return s;
+}
+
+TEST(EngineNoLookAhead, PrefixOfALogGivesTheSameIncidentsAsFarAsItGoes) {
+  Topology topo = smallFabric();
+  SimLog log = simulate(topo, oneUplinkLoss(), 11);
   ASSERT_FALSE(log.records.empty());
   Report full = runEngine(topo, log.records);
   auto pos = localized(full);
@@ -123,13 +132,8 @@ TEST(EngineNoLookAhead, PrefixOfALogGivesTheSameIncidentsAsFarAsItGoes) {
 // Replay's look-ahead (records held back a few places so their flow state
 // loads early) changes nothing the engine decides or counts.
 TEST(LookaheadSink, TheEngineDecidesAndCountsTheSameAsFedDirectly) {
-  Topology topo = topology::generateLeafSpine(
-      {.spines = 4, .leaves = 6, .hosts_per_leaf = 4, .addresses = false});
-  sim::Scenario s;
-  s.file = "lookahead.yaml";
-  s.duration_s = 300;
-  s.faults.push_back(linkLoss(0.01, 100, "leaf", "spine"));
-  SimLog log = simulate(topo, s, 23);
+  Topology topo = smallFabric();
+  SimLog log = simulate(topo, oneUplinkLoss(), 23);
   ASSERT_FALSE(log.records.empty());
   size_t ports = 0;
   for (const Record& r : log.records) ports += std::holds_alternative<PortRecord>(r);
@@ -152,8 +156,7 @@ TEST(LookaheadSink, TheEngineDecidesAndCountsTheSameAsFedDirectly) {
 
 // The same on a fault that ends: resolved_at must not be known early.
 TEST(EngineNoLookAhead, ResolutionIsNotKnownBeforeItHappens) {
-  Topology topo = topology::generateLeafSpine(
-      {.spines = 4, .leaves = 6, .hosts_per_leaf = 4, .addresses = false});
+  Topology topo = smallFabric();
   sim::Scenario s;
   s.file = "lookahead.yaml";
   s.duration_s = 400;
