@@ -49,6 +49,7 @@ struct AnalyzerOptions {
   std::string collectors;  // --collectors FILE
   size_t accept_sim_agents = 0;
   size_t max_agent_streams = server::DaemonOptions{}.max_agent_streams;
+  double agent_idle_timeout_s = server::DaemonOptions{}.agent_idle_timeout_s;
   double max_agent_rate = server::DaemonOptions{}.max_agent_records_per_s;
   size_t grpc_memory_quota_mib = server::GrpcListenOptions{}.memory_quota_bytes >> 20;
 };
@@ -116,6 +117,7 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.grpc.tls_ca = o.tls_ca;
   d.grpc.insecure = o.insecure;
   d.max_agent_streams = o.max_agent_streams;
+  d.agent_idle_timeout_s = o.agent_idle_timeout_s;
   d.max_agent_records_per_s = o.max_agent_rate;
   d.grpc.memory_quota_bytes = o.grpc_memory_quota_mib << 20;
   d.live.collectors = std::move(collectors);
@@ -298,6 +300,13 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "descriptor (docs/operations.md, Bounds)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1} << 22));
+  cmd->add_option("--agent-idle-timeout", o->agent_idle_timeout_s,
+                  "Seconds an agent stream may wait for a batch before it is closed (0: never). "
+                  "Agents send every batch interval; a silent stream is a host gone without "
+                  "closing its connection, or a stuck agent, and holds a descriptor and a "
+                  "stream slot until then")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--grpc-memory-quota", o->grpc_memory_quota_mib,
                   "MiB of memory gRPC may hold for connections and messages")
       ->capture_default_str()

@@ -28,7 +28,7 @@ std::vector<std::string> peerIdentities(const grpc::ServerContextBase& context) 
 }
 
 AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& shared)
-    : shared_(shared), peer_(context->peer()) {
+    : shared_(shared), context_(context), peer_(context->peer()) {
   auto refuse = [&](grpc::Status status) {
     {
       std::lock_guard lk(mu_);
@@ -48,6 +48,10 @@ AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& sha
   }
   admitted_ = true;
   if (shared_.open_gauge) shared_.open_gauge->Increment();
+  {
+    std::lock_guard lk(shared_.streams_mu);
+    shared_.streams.insert(this);
+  }
   if (shared_.require_client_identity) {
     certified_ = peerIdentities(*context);
     if (certified_.empty()) {
@@ -58,7 +62,31 @@ AgentStream::AgentStream(grpc::CallbackServerContext* context, StreamShared& sha
       return;
     }
   }
+  startRead();
+}
+
+int64_t AgentStream::steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void AgentStream::startRead() {
+  reading_since_ns_.store(steadyNs(), std::memory_order_relaxed);
   StartRead(nextBatch());
+}
+
+bool AgentStream::closeIfIdle(int64_t now_ns, int64_t timeout_ns) {
+  const int64_t since = reading_since_ns_.load(std::memory_order_relaxed);
+  if (idle_closed_ || since == 0 || now_ns - since < timeout_ns) return false;
+  idle_closed_ = true;
+  context_->TryCancel();
+  return true;
+}
+
+std::string AgentStream::describe() const {
+  std::lock_guard lk(mu_);
+  return (agent_.empty() ? std::string("(no batch yet)") : shown(agent_)) + " (" + peer_ + ")";
 }
 
 v1::Batch* AgentStream::nextBatch() {
@@ -80,6 +108,7 @@ std::string AgentStream::certifiedNames() const {
 }
 
 void AgentStream::OnReadDone(bool ok) {
+  reading_since_ns_.store(0, std::memory_order_relaxed);
   if (!ok) {  // the agent half-closed, or the stream broke
     {
       std::lock_guard lk(mu_);
@@ -172,7 +201,7 @@ void AgentStream::submitIt() {
           read = !finished_ && !reads_done_;
         }
         if (read) {
-          StartRead(nextBatch());
+          startRead();
         } else {
           maybeFinish();
         }
@@ -275,7 +304,14 @@ void AgentStream::maybeFinish() {
   Finish(status);
 }
 
-void AgentStream::OnDone() { release(); }
+void AgentStream::OnDone() {
+  // gRPC may free the context once this returns: out of the idle sweep's reach.
+  if (admitted_) {
+    std::lock_guard lk(shared_.streams_mu);
+    shared_.streams.erase(this);
+  }
+  release();
+}
 
 void AgentStream::release() {
   bool last = false;

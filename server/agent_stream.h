@@ -28,6 +28,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <google/protobuf/arena.h>
@@ -44,6 +45,8 @@ namespace netdiag::server {
 
 using LogFn = std::function<void(const std::string&)>;
 
+class AgentStream;
+
 // What every stream of one service shares.
 struct StreamShared {
   LiveAnalyzer& analyzer;
@@ -51,10 +54,16 @@ struct StreamShared {
   bool require_client_identity = false;
   AgentRateLimiter& rate;
   size_t max_streams = 0;       // beyond it a stream is refused (RESOURCE_EXHAUSTED)
+  double idle_timeout_s = 0;    // CollectorService::closeIdleStreams (0: never)
   std::atomic<size_t> open{0};  // streams admitted and alive now
+  // The admitted streams until gRPC is done with them (their context is
+  // valid while listed), for the idle sweep.
+  std::mutex streams_mu{};
+  std::unordered_set<AgentStream*> streams{};
   // Their metrics when exported (CollectorService::exportMetrics).
   prometheus::Gauge* open_gauge = nullptr;
   prometheus::Counter* refused_counter = nullptr;
+  prometheus::Counter* idle_closed_counter = nullptr;
 };
 
 // The names a client certificate gives its holder: its SAN entries and CN,
@@ -73,6 +82,14 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   void OnCancel() override;
   void OnDone() override;
 
+  // The idle sweep's (under StreamShared::streams_mu): cancels the stream
+  // when its read has waited `timeout_ns` or more for a batch by `now_ns`
+  // (a steadyNs() time); true when it did. A stream waiting on the
+  // analyzer (its queue, its rate bound) has no read pending and is not idle.
+  bool closeIfIdle(int64_t now_ns, int64_t timeout_ns);
+  std::string describe() const;  // its agent and peer, for logs
+  static int64_t steadyNs();
+
  private:
   struct Header {
     std::string agent;
@@ -89,7 +106,10 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   void report(const Header& h, const BatchResult& r) const;
   std::string certifiedNames() const;
 
+  void startRead();  // the next batch, with the time the read begins
+
   StreamShared& shared_;
+  grpc::CallbackServerContext* const context_;
   const std::string peer_;
   bool admitted_ = false;               // within max_streams: counted in `open`
   std::vector<std::string> certified_;  // under mTLS: the names the certificate gives
@@ -104,8 +124,13 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   std::string agent_;  // the stream's identity, from its first batch
   bool opened_ = false;
   grpc::Alarm alarm_;  // a rate wait
+  // When the pending read began (steadyNs), 0 while none is pending; set by
+  // the read chain, read by the idle sweep. A clock read per batch, where a
+  // timer per stream would cost gRPC timer-table walks (collector_service.cc).
+  std::atomic<int64_t> reading_since_ns_{0};
+  bool idle_closed_ = false;  // under shared_.streams_mu
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::deque<v1::Ack> acks_;  // ready, not yet written
   v1::Ack writing_;
   bool write_in_flight_ = false, writes_failed_ = false;

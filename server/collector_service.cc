@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
@@ -38,6 +39,36 @@ void CollectorService::exportMetrics(prometheus::Registry& registry) {
            .Help("Agent streams refused because --max-agent-streams were open")
            .Register(registry)
            .Add({});
+  shared_.idle_closed_counter =
+      &prometheus::BuildCounter()
+           .Name("netdiag_agent_streams_idle_closed_total")
+           .Help("Agent streams closed after waiting --agent-idle-timeout for a batch")
+           .Register(registry)
+           .Add({});
+}
+
+size_t CollectorService::closeIdleStreams() {
+  if (shared_.idle_timeout_s <= 0) return 0;
+  const int64_t now = AgentStream::steadyNs();
+  const auto timeout = static_cast<int64_t>(shared_.idle_timeout_s * 1e9);
+  std::vector<std::string> closed;
+  {
+    std::lock_guard lk(shared_.streams_mu);
+    for (AgentStream* s : shared_.streams) {
+      if (s->closeIfIdle(now, timeout)) closed.push_back(s->describe());
+    }
+  }
+  if (shared_.idle_closed_counter) {
+    shared_.idle_closed_counter->Increment(static_cast<double>(closed.size()));
+  }
+  if (shared_.log) {
+    for (const std::string& who : closed) {
+      shared_.log("agent stream " + who + " closed: no batch for " +
+                  std::to_string(static_cast<int64_t>(shared_.idle_timeout_s)) +
+                  " s (--agent-idle-timeout); the agent is gone or stuck, and reconnects if not");
+    }
+  }
+  return closed.size();
 }
 
 grpc::ServerBidiReactor<v1::Batch, v1::Ack>* CollectorService::Stream(
@@ -142,6 +173,12 @@ std::unique_ptr<grpc::Server> startGrpcServer(grpc::Service& service, const Grpc
   // Agents ping idle streams to notice a dead analyzer; allow it.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // No keepalive pings of our own. gRPC cancels and re-arms a connection's
+  // keepalive timer on every read, and Debian's build keeps its debug checks
+  // (no NDEBUG): each timer operation walks a chain of a process-wide timer
+  // table. At 16k agent connections that was 13 % of the analyzer's CPU
+  // (docs/benchmarks.md). Dead agents are found by the idle timeout instead.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, std::numeric_limits<int>::max());
   // Two listeners on one port (a stale analyzer) must be an error, not a race.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   auto server = builder.BuildAndStart();

@@ -22,18 +22,30 @@ namespace netdiag::server {
 // for a batch, for room in the engine's queue or for its acks.
 class CollectorService final : public v1::Collector::CallbackService {
  public:
-  // `require_client_identity` (set under mutual TLS): a stream may send only
-  // as an agent its client certificate names (a SAN DNS name or the CN).
-  // `max_agent_records_per_s` (0: none) bounds each identity's ingest rate
-  // as back-pressure (server/agent_rate.h). `max_streams`: open agent streams
-  // at most; one beyond is refused with RESOURCE_EXHAUSTED and its agent
-  // retries after its backoff.
-  CollectorService(LiveAnalyzer& analyzer, LogFn log, bool require_client_identity = false,
-                   double max_agent_records_per_s = 0, size_t max_streams = kDefaultMaxStreams)
-      : rate_(max_agent_records_per_s, kRateBurstSeconds),
-        shared_{analyzer, std::move(log), require_client_identity, rate_, max_streams} {}
   static constexpr double kRateBurstSeconds = 2;
   static constexpr size_t kDefaultMaxStreams = 32768;
+  static constexpr double kDefaultIdleTimeoutS = 300;
+  struct Options {
+    // Under mutual TLS: a stream may send only as an agent its client
+    // certificate names (a SAN DNS name or the CN).
+    bool require_client_identity = false;
+    // Each identity's ingest rate at most (0: none), as back-pressure
+    // (server/agent_rate.h).
+    double max_agent_records_per_s = 0;
+    // Open agent streams at most; one beyond is refused with
+    // RESOURCE_EXHAUSTED and its agent retries after its backoff.
+    size_t max_streams = kDefaultMaxStreams;
+    // A stream that has waited this long for a batch is closed (0: never):
+    // its agent is gone or stuck (closeIdleStreams).
+    double idle_timeout_s = kDefaultIdleTimeoutS;
+  };
+  CollectorService(LiveAnalyzer& analyzer, LogFn log, const Options& o)
+      : rate_(o.max_agent_records_per_s, kRateBurstSeconds), shared_{analyzer,
+                                                                     std::move(log),
+                                                                     o.require_client_identity,
+                                                                     rate_,
+                                                                     o.max_streams,
+                                                                     o.idle_timeout_s} {}
 
   grpc::ServerBidiReactor<v1::Batch, v1::Ack>* Stream(
       grpc::CallbackServerContext* context) override;
@@ -41,9 +53,16 @@ class CollectorService final : public v1::Collector::CallbackService {
   grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context,
                                     const v1::PlanRequest* request, v1::AgentPlan* plan) override;
 
-  // netdiag_agent_streams_open and netdiag_agent_streams_refused_total; call
-  // before the server starts.
+  // netdiag_agent_streams_open, netdiag_agent_streams_refused_total and
+  // netdiag_agent_streams_idle_closed_total; call before the server starts.
   void exportMetrics(prometheus::Registry& registry);
+
+  // Cancels the streams that have waited over the idle timeout for a batch
+  // (the daemon calls it every tick). The analyzer writes only acks, so a
+  // peer that vanished without a FIN would otherwise hold its connection,
+  // descriptor and stream slot for good; gRPC's server keepalive would find
+  // it, but is off (collector_service.cc says why). Returns how many.
+  size_t closeIdleStreams();
 
  private:
   AgentRateLimiter rate_;

@@ -35,10 +35,12 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
     *error = err;
     return nullptr;
   }
-  d->service_ = std::make_unique<CollectorService>(
-      *d->analyzer_, o.log, /*require_client_identity=*/
-      !o.grpc.tls_ca.empty(), o.live.accept_sim_agents > 0 ? 0 : o.max_agent_records_per_s,
-      o.max_agent_streams);
+  CollectorService::Options streams;
+  streams.require_client_identity = !o.grpc.tls_ca.empty();
+  streams.max_agent_records_per_s = o.live.accept_sim_agents > 0 ? 0 : o.max_agent_records_per_s;
+  streams.max_streams = o.max_agent_streams;
+  streams.idle_timeout_s = o.agent_idle_timeout_s;
+  d->service_ = std::make_unique<CollectorService>(*d->analyzer_, o.log, streams);
   d->service_->exportMetrics(*d->registry_);
   d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
   if (!d->grpc_) return nullptr;
@@ -56,6 +58,7 @@ void Daemon::clockLoop() {
     lk.unlock();
     std::string err = analyzer_->tick(options_.clock() - options_.delay_s);
     if (!err.empty() && options_.log) options_.log(err);
+    service_->closeIdleStreams();
     lk.lock();
     cv_.wait_for(lk, period, [this] { return stopping_; });
   }

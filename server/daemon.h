@@ -33,6 +33,9 @@ struct DaemonOptions {
   // Agent streams open at most (each costs memory, no thread); one beyond
   // is refused with RESOURCE_EXHAUSTED and its agent backs off.
   size_t max_agent_streams = CollectorService::kDefaultMaxStreams;
+  // A stream waiting this long for a batch is closed (0: never); agents
+  // send every batch interval (1 s by default).
+  double agent_idle_timeout_s = CollectorService::kDefaultIdleTimeoutS;
   LiveOptions live;
   double delay_s = 2;             // the engine runs this far behind the wall clock
   double tick_s = 1;              // live clock period

@@ -2,6 +2,7 @@
 // de-duplication, malformed input, the HTTP API, plans, a simulated gray
 // link streamed over synthetic agents, and incidents surviving a restart.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -1050,6 +1051,46 @@ TEST(GrpcBounds, StreamsHoldNoThreadAndTheBoundRefusesTheRest) {
     o->stream->WritesDone();
     EXPECT_TRUE(o->stream->Finish().ok());
   }
+}
+
+// The analyzer sends only acks, so a peer gone without closing its connection
+// would hold it, a descriptor and a stream slot for good (gRPC's server
+// keepalive is off, server/collector_service.cc). A stream whose read has
+// waited the idle timeout is closed; its agent reconnects if it is alive.
+TEST(GrpcBounds, AStreamSilentForTheIdleTimeoutIsClosed) {
+  RunningDaemon d;
+  d.tweak = [](DaemonOptions& o) { o.agent_idle_timeout_s = 0.3; };
+  d.start();
+  auto channel = grpc::CreateChannel(d.grpcAddress(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Collector::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  auto stream = stub->Stream(&ctx);
+  v1::Batch b;
+  b.set_agent(prober(d.topo));
+  b.set_epoch(3);
+  b.set_seq(1);
+  *b.add_probes() = validProbe(d.topo, wallNow());
+  ASSERT_TRUE(stream->Write(b));
+  v1::Ack ack;
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.seq(), 1u);
+  // Silent from here: the next read ends when the analyzer closes the stream
+  // (the deadline above is only a backstop).
+  EXPECT_FALSE(stream->Read(&ack));
+  grpc::Status st = stream->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED) << st.error_message();
+  EXPECT_EQ(d.daemon->analyzer().counters().probes, 1u);
+  ASSERT_TRUE(waitFor([&] {
+    auto m = d.http().Get("/metrics");
+    return m && m->body.find("netdiag_agent_streams_idle_closed_total 1") != std::string::npos &&
+           m->body.find("netdiag_agent_streams_open 0") != std::string::npos;
+  }));
+  std::lock_guard lk(d.logs_mu);
+  EXPECT_TRUE(std::any_of(d.logs.begin(), d.logs.end(), [&](const std::string& l) {
+    return l.find("\"" + prober(d.topo) + "\"") != std::string::npos &&
+           l.find("no batch for") != std::string::npos;
+  }));
 }
 
 TEST(Daemon, StartFailuresAreNamed) {
