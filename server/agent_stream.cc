@@ -76,12 +76,14 @@ void AgentStream::startRead() {
   StartRead(nextBatch());
 }
 
-bool AgentStream::closeIfIdle(int64_t now_ns, int64_t timeout_ns) {
+bool AgentStream::idleFor(int64_t now_ns, int64_t timeout_ns) const {
   const int64_t since = reading_since_ns_.load(std::memory_order_relaxed);
-  if (idle_closed_ || since == 0 || now_ns - since < timeout_ns) return false;
+  return !idle_closed_ && since != 0 && now_ns - since >= timeout_ns;
+}
+
+void AgentStream::closeIdle() {
   idle_closed_ = true;
   context_->TryCancel();
-  return true;
 }
 
 std::string AgentStream::describe() const {

@@ -57,8 +57,9 @@ struct StreamShared {
   double idle_timeout_s = 0;    // CollectorService::closeIdleStreams (0: never)
   std::atomic<size_t> open{0};  // streams admitted and alive now
   // The admitted streams until gRPC is done with them (their context is
-  // valid while listed), for the idle sweep.
-  std::mutex streams_mu{};
+  // valid while listed), for the idle sweep. Recursive: a cancel may run a
+  // stream's reactions, OnDone included, on the cancelling thread.
+  std::recursive_mutex streams_mu{};
   std::unordered_set<AgentStream*> streams{};
   // Their metrics when exported (CollectorService::exportMetrics).
   prometheus::Gauge* open_gauge = nullptr;
@@ -82,11 +83,13 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   void OnCancel() override;
   void OnDone() override;
 
-  // The idle sweep's (under StreamShared::streams_mu): cancels the stream
-  // when its read has waited `timeout_ns` or more for a batch by `now_ns`
-  // (a steadyNs() time); true when it did. A stream waiting on the
-  // analyzer (its queue, its rate bound) has no read pending and is not idle.
-  bool closeIfIdle(int64_t now_ns, int64_t timeout_ns);
+  // The idle sweep's, under StreamShared::streams_mu. Idle: its read has
+  // waited `timeout_ns` or more for a batch by `now_ns` (a steadyNs() time)
+  // and it was not closed for it yet. A stream waiting on the analyzer (its
+  // queue, its rate bound) has no read pending and is not idle. closeIdle()
+  // cancels it.
+  bool idleFor(int64_t now_ns, int64_t timeout_ns) const;
+  void closeIdle();
   std::string describe() const;  // its agent and peer, for logs
   static int64_t steadyNs();
 

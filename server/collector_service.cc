@@ -53,9 +53,16 @@ size_t CollectorService::closeIdleStreams() {
   const auto timeout = static_cast<int64_t>(shared_.idle_timeout_s * 1e9);
   std::vector<std::string> closed;
   {
+    // Cancelled after the walk: a cancel may end a stream (and erase it
+    // from the set) before it returns.
     std::lock_guard lk(shared_.streams_mu);
+    std::vector<AgentStream*> idle;
     for (AgentStream* s : shared_.streams) {
-      if (s->closeIfIdle(now, timeout)) closed.push_back(s->describe());
+      if (s->idleFor(now, timeout)) idle.push_back(s);
+    }
+    for (AgentStream* s : idle) {
+      closed.push_back(s->describe());
+      s->closeIdle();  // s may be gone once this returns
     }
   }
   if (shared_.idle_closed_counter) {
