@@ -61,8 +61,8 @@ class CollectorService final : public v1::Collector::CallbackService {
   // (the daemon calls it every tick). The analyzer writes only acks, so a
   // peer that vanished without a FIN would otherwise hold its connection,
   // descriptor and stream slot for good; gRPC's server keepalive would find
-  // it, but is off (collector_service.cc says why). Returns how many.
-  size_t closeIdleStreams();
+  // it, but is off (collector_service.cc says why).
+  void closeIdleStreams();
 
  private:
   AgentRateLimiter rate_;
