@@ -169,7 +169,7 @@ struct Engine::Impl {
     if (carrier >= FabricEvidence::kFlapChanges) return IncidentKind::kLinkFlap;
     if (evidence.reportedDown(Topology::linkOf(d))) return IncidentKind::kLinkDown;
     if (evidence.rxErrorsImplicate(d)) return IncidentKind::kLinkCorruption;
-    if (drops.n > 0 && drops.k / drops.n >= std::max(1e-4, 0.2 * c.loss)) {
+    if (drops.n > 0 && drops.k / drops.n >= std::max(kMinTxDropRate, 0.2 * c.loss)) {
       return IncidentKind::kCongestion;
     }
     if (blackholeShare(evidence, d) >= 0.7 && c.loss < 0.9) return IncidentKind::kLinkBlackhole;

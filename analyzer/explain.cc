@@ -93,6 +93,7 @@ class Explainer {
   // packets for a few seconds on links that never changed. Those links'
   // losses in the windows the change touched are explained, like `l`'s.
   void explainConvergence(LinkId l);
+  void explainTxDrops();
   void explain(const Key& key, const Candidate& c);
   void backwardCheck(std::vector<Hypothesis>& accepted) const;
   void posteriors(std::vector<Hypothesis>& accepted);
@@ -584,6 +585,32 @@ void Explainer::explainConvergence(LinkId l) {
   }
 }
 
+// A link whose sending port counts drops (tx_drops: a congested queue, a
+// shaper) loses packets for certain: the switch says so. Flows that may
+// have crossed it on a stretch discovery did not see (the replies of flows
+// whose way out is known) take their losses from it by the posterior that
+// they did, at the larger of the counted rate and the rate its own probes
+// show. Without this, the other direction of a congested cable, which
+// those flows crossed for certain on the way out, took their reply losses
+// and paged (full sweep draw 1748). Segments certainly through the link
+// stay its own: it is still found, and named congestion.
+void Explainer::explainTxDrops() {
+  const PortCounters& counters = ev_.counters();
+  for (DirLinkId d = 0; d < 2 * topo_.linkCount(); ++d) {
+    const Tally drops = counters.txDrops(topo_.dirSrcPort(d));
+    if (!(drops.n > 0) || drops.k / drops.n < kMinTxDropRate) continue;
+    double x = drops.k / drops.n;
+    if (auto it = link_c_.find(d); it != link_c_.end()) x = std::max(x, it->second.loss);
+    for (uint32_t i = 0; i < segs_.size(); ++i) {
+      const double s = unseenShare(segs_[i], d, false);
+      if (s <= 0) continue;
+      auto ls = ev_.lossy().linksOf(segs_[i]);
+      if (std::find(ls.begin(), ls.end(), d) != ls.end()) continue;  // its own
+      discount(i, crossedPosterior(segs_[i], s, x));
+    }
+  }
+}
+
 void Explainer::explain(const Key& key, const Candidate& c) {
   if (key.kind == Key::kLink) {
     explainBy(key.id, std::max(c.loss, 1e-9));
@@ -622,6 +649,7 @@ std::vector<Hypothesis> Explainer::run() {
     }
     explainConvergence(l);
   }
+  explainTxDrops();
   unclaimed_ = unexplained_;
   // Segments claimed by a paged incident count for nobody else.
   for (uint32_t i = 0; i < segs_.size(); ++i) {

@@ -88,6 +88,9 @@ constexpr int kMinLossySegments = 3;
 // from the links they crossed, but it is not an incident (what a host does
 // to its own flows is the host's business, not the fabric's).
 constexpr double kMinHostLoss = 0.2;
+// Drops counted at a port's egress below this share of what it sent are
+// the noise of any busy port, not a drop rate worth naming.
+constexpr double kMinTxDropRate = 1e-4;
 
 double openLlr(const topology::Topology& topo);
 // ln M: M hypotheses (directed links and nodes) a priori.

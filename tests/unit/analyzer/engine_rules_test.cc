@@ -493,6 +493,30 @@ TEST(EngineRules, TxDropsOnTheEgressAreCongestionNotABrokenLink) {
   EXPECT_EQ(pos[0].link, d);
 }
 
+// The replies of flows that went out across the congested cable the other
+// way may have come back through the congested egress: with reply paths
+// unknown, the way out is the only link those flows certainly crossed, and
+// it took their reply losses (full sweep draw 1748). The counters say where
+// the drops are.
+TEST(EngineRules, TxDropsExplainTheRepliesThatMayHaveCrossedTheCongestedEgress) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId d = f.dl("leaf3:swp3->spine1:swp3");
+  s.mesh.loss[d] = 0.02;
+  s.mesh.reply_known = false;
+  // No flow goes out across the congested direction; replies may.
+  s.mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>&) {
+    return std::find(fwd.begin(), fwd.end(), d) == fwd.end();
+  };
+  const PortId tx = f.t.dirSrcPort(d);
+  s.tweak = [&](double, PortId p, Counters& c) {
+    if (p == tx) c.drops += 20'000;
+  };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  EXPECT_TRUE(linkIncidents(r).empty()) << describe(f.t, r);
+}
+
 // ---- hosts and cabling -------------------------------------------------------
 
 TEST(EngineRules, DeadResponderIsHostUnreachableAndNoLink) {
