@@ -78,7 +78,10 @@ void AgentStream::startRead() {
 
 bool AgentStream::idleFor(int64_t now_ns, int64_t timeout_ns) const {
   const int64_t since = reading_since_ns_.load(std::memory_order_relaxed);
-  return !idle_closed_ && since != 0 && now_ns - since >= timeout_ns;
+  if (idle_closed_ || since == 0 || now_ns - since < timeout_ns) return false;
+  // A stream the analyzer still owes acks waits on the analyzer, not idle.
+  std::lock_guard lk(mu_);
+  return owed_ == 0 && !write_in_flight_ && acks_.empty();
 }
 
 void AgentStream::closeIdle() {
@@ -245,6 +248,10 @@ void AgentStream::startWriteLocked(bool& start) {
 }
 
 void AgentStream::OnWriteDone(bool ok) {
+  // The idle clock of a pending read restarts at each ack written: the
+  // agent has had an answer to send its next batch after.
+  int64_t since = reading_since_ns_.load(std::memory_order_relaxed);
+  if (since != 0) reading_since_ns_.compare_exchange_strong(since, steadyNs());
   bool start = false;
   {
     std::lock_guard lk(mu_);

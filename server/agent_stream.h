@@ -84,10 +84,10 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   void OnDone() override;
 
   // The idle sweep's, under StreamShared::streams_mu. Idle: its read has
-  // waited `timeout_ns` or more for a batch by `now_ns` (a steadyNs() time)
-  // and it was not closed for it yet. A stream waiting on the analyzer (its
-  // queue, its rate bound) has no read pending and is not idle. closeIdle()
-  // cancels it.
+  // waited `timeout_ns` or more for a batch by `now_ns` (a steadyNs() time),
+  // since it began or the last ack was written, and it was not closed for
+  // it yet. A stream waiting on the analyzer (its queue, its rate bound, an
+  // ack it is owed) is not idle. closeIdle() cancels it.
   bool idleFor(int64_t now_ns, int64_t timeout_ns) const;
   void closeIdle();
   std::string describe() const;  // its agent and peer, for logs
