@@ -85,9 +85,10 @@ class Explainer {
   double unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) const;
   double explainedShare(const Key& key, const Candidate& c, const LossySegment& seg) const;
   double crossing(const Key& key, const LossySegment& seg) const;
-  // `when`: only the segments of windows ending at times it accepts.
+  // `when`: only the segments of windows ending at times it accepts;
+  // `certain_too` false leaves the segments certainly through `d` alone.
   void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false,
-                 const std::function<bool(double)>* when = nullptr);
+                 const std::function<bool(double)>* when = nullptr, bool certain_too = true);
   // A carrier change on link `l` makes the switches at its ends reconverge
   // (routes withdrawn, ECMP groups rebuilt): flows through them lose
   // packets for a few seconds on links that never changed. Those links'
@@ -531,13 +532,13 @@ double Explainer::explainedShare(const Key& key, const Candidate& c,
 // segment certainly through it, and segments that may have crossed it on
 // a stretch discovery did not see, by the posterior that they did.
 void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache,
-                          const std::function<bool(double)>* when) {
+                          const std::function<bool(double)>* when, bool certain_too) {
   std::vector<bool> certain(segs_.size(), false);
   if (auto it = link_segs_.find(d); it != link_segs_.end()) {
     for (uint32_t i : it->second) {
       if (when && !(*when)(segs_[i].t)) continue;
       certain[i] = true;
-      discount(i, 1.0);
+      if (certain_too) discount(i, 1.0);
     }
   }
   for (uint32_t i = 0; i < segs_.size(); ++i) {
@@ -601,13 +602,7 @@ void Explainer::explainTxDrops() {
     if (!(drops.n > 0) || drops.k / drops.n < kMinTxDropRate) continue;
     double x = drops.k / drops.n;
     if (auto it = link_c_.find(d); it != link_c_.end()) x = std::max(x, it->second.loss);
-    for (uint32_t i = 0; i < segs_.size(); ++i) {
-      const double s = unseenShare(segs_[i], d, false);
-      if (s <= 0) continue;
-      auto ls = ev_.lossy().linksOf(segs_[i]);
-      if (std::find(ls.begin(), ls.end(), d) != ls.end()) continue;  // its own
-      discount(i, crossedPosterior(segs_[i], s, x));
-    }
+    explainBy(d, x, false, nullptr, /*certain_too=*/false);
   }
 }
 
