@@ -127,6 +127,9 @@ class Explainer {
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
+  double jointLlr(DirLinkId d, DirLinkId other) const;
+  std::vector<DirLinkId> unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self) const;
+  void unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
 
   const FabricEvidence& ev_;
   const Topology& topo_;
@@ -782,6 +785,7 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     if (h.key.kind == Key::kLink) {
       accessAmbiguity(h);
       sharedPathAlternatives(h, accepted);
+      unseenStretchAlternatives(h, accepted);
       deadOnUnseenStretch(h);
     }
     if (h.key.kind == Key::kNode) somePathsDead(h);
@@ -1069,6 +1073,155 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
       }
     }
     h.alt_llr = std::max(h.alt_llr, h.evidence.llr - (own - l));
+  }
+}
+
+// The log-likelihood ratio, maximized over the added loss x, of "link d
+// loses x" on the flow-windows of d and of `other`: d's own (certain, all
+// its probes) and those of `other` that may have crossed d on a stretch
+// discovery did not see (a mixture at d's ECMP share there, as in
+// windowLlr; their clean windows at the smallest share seen). Weighing two
+// links on the same two sets of windows, each with its own certain and its
+// unseen share of the other's, is what makes the comparison fair: either
+// can cause the other's losses on its unseen stretches.
+double Explainer::jointLlr(DirLinkId d, DirLinkId other) const {
+  struct W {
+    double n, k, q, s;
+  };
+  struct Set {
+    std::vector<W> ws;
+    double n_lossy = 0, s_min = 1, n_all = 0;
+  };
+  Set sets[2];
+  // Both links are weighed since the first lossy window of either: the
+  // clean probes before it say nothing of a fault younger than the horizon,
+  // and would hold a link with many probes to a lower rate than one with few.
+  double onset = INFINITY;
+  for (DirLinkId l : {d, other}) {
+    if (auto list = link_segs_.find(l); list != link_segs_.end()) {
+      for (uint32_t i : list->second) {
+        if (unexplained0_[i] > 0) onset = std::min(onset, segs_[i].t);
+      }
+    }
+  }
+  if (onset == INFINITY) return 0;
+  const auto stretch = static_cast<size_t>(
+      std::clamp<int64_t>(ev_.links().newestBucket() - bucketOf(onset, ev_.bucketWidth()) + 1, 1,
+                          static_cast<int64_t>(ev_.buckets())));
+  auto fill = [&](Set& set, DirLinkId from, bool certain) {
+    set.n_all = ev_.links().recent(from, stretch).n;
+    const auto list = link_segs_.find(from);
+    if (list == link_segs_.end()) return;
+    for (uint32_t i : list->second) {
+      const LossySegment& seg = segs_[i];
+      const double part = unexplained0_[i];
+      if (part <= 0) continue;
+      double sh = 1;
+      if (!certain) {
+        auto ls = ev_.lossy().linksOf(seg);
+        if (std::find(ls.begin(), ls.end(), d) != ls.end()) continue;  // in d's own
+        sh = unseenShare(seg, d, false);
+      }
+      set.n_lossy += part * seg.n;
+      if (sh <= 0) continue;
+      set.s_min = std::min(set.s_min, sh);
+      set.ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg), sh});
+    }
+  };
+  fill(sets[0], d, true);
+  fill(sets[1], other, false);
+  const double q_clean = ev_.background().one_way;
+  double best = 0;
+  for (double x = 1e-4; x < 1; x *= 1.25) {
+    double l = 0;
+    for (const Set& set : sets) {
+      for (const W& w : set.ws) {
+        const double q1 = std::min(w.q + x, 1 - 1e-12);
+        double log_r =
+            w.k * std::log(q1 / w.q) + (w.n - w.k) * (std::log1p(-q1) - std::log1p(-w.q));
+        l += log_r > 0 ? log_r + std::log(w.s + (1 - w.s) * std::exp(-log_r))
+                       : std::log1p(w.s * std::expm1(log_r));
+      }
+      const double lossy_windows = std::max<double>(1, static_cast<double>(set.ws.size()));
+      const double n_window = std::max(1.0, set.n_lossy / lossy_windows);
+      const double clean_windows = std::max(0.0, set.n_all - set.n_lossy) / n_window;
+      const double log_clean =
+          n_window * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
+      const double s_clean = &set == &sets[0] ? 1.0 : set.s_min;
+      l += clean_windows * std::log1p(s_clean * std::expm1(log_clean));
+    }
+    best = std::max(best, l);
+  }
+  return best;
+}
+
+// The links on the unseen stretches of `segs`, by the losses they could
+// explain there (share times what is left of each segment), the most first.
+std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& segs,
+                                                 DirLinkId self) const {
+  std::unordered_map<DirLinkId, double> weight;
+  for (uint32_t i : segs) {
+    for (const Middle& m : segs_[i].middle) {
+      if (m.known()) continue;
+      for (auto [link, share] : ev_.shares().linksOn(m.from, m.to)) {
+        if (link != self && link != Topology::reverse(self)) {
+          weight[link] += share * unexplained0_[i] * segs_[i].k;
+        }
+      }
+    }
+  }
+  std::vector<std::pair<double, DirLinkId>> ranked;
+  for (auto [link, w] : weight) {
+    if (w > 0) ranked.emplace_back(-w, link);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<DirLinkId> out;
+  for (const auto& r : ranked) out.push_back(r.second);
+  return out;
+}
+
+// A fabric link's lossy flow-windows may have lost their probes on a
+// stretch discovery did not see (the replies, with no reply path known):
+// a fault there, at its ECMP share of those windows, makes the link's
+// certain flows lossy too. Such a link u is weighed as the access links'
+// upstream links are (a mixture over this link's windows), and on every
+// probe it certainly carried besides, at the same added loss: a healthy u
+// whose own flows are clean is rejected, a faulty one is not. Within ln 99
+// nats of this link, it joins the group. (A leaf's uplink, crossed for
+// certain by its hosts' flows whose replies came back through a lossy
+// downlink into that leaf, had paged before the downlink was found; full
+// sweep draw 1172.)
+void Explainer::unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted) {
+  const DirLinkId d = h.key.id;
+  if (topo_.node(topo_.dirDstNode(d)).isHost() || topo_.node(topo_.dirSrcNode(d)).isHost()) {
+    return;  // accessAmbiguity weighs these
+  }
+  const auto mine = link_segs_.find(d);
+  if (mine == link_segs_.end() || ev_.countersImplicate(d)) return;
+  std::vector<DirLinkId> ranked = unseenUpstream(mine->second, d);
+  if (ranked.empty()) return;
+  constexpr size_t kMaxUpstream = 8;
+  const Candidate& c = h.evidence;
+  size_t tried = 0;
+  for (DirLinkId u : ranked) {
+    if (tried == kMaxUpstream) break;
+    const Key uk{Key::kLink, u};
+    if (ev_.countersImplicate(u) ||
+        std::any_of(accepted.begin(), accepted.end(),
+                    [&](const Hypothesis& a) { return a.key == uk; }) ||
+        std::find(h.candidates.begin(), h.candidates.end(), uk) != h.candidates.end()) {
+      continue;
+    }
+    ++tried;
+    const double own = jointLlr(d, u), l = jointLlr(u, d);
+    if (l >= own - std::log(99.0)) {
+      h.candidates.push_back(uk);
+      if (h.alt_name.empty() || h.candidates.size() == 1) {
+        h.alt_name = "link " + topo_.dirLinkName(u) +
+                     ", on a stretch of these flows' paths that discovery did not see";
+      }
+    }
+    h.alt_llr = std::max(h.alt_llr, c.llr - (own - l));
   }
 }
 

@@ -243,6 +243,57 @@ TEST(Explain, LinksInSeriesOnTheSameLossyFlowAreAGroup) {
   EXPECT_GE(hs2[0].confidence, 0.99);
 }
 
+// A lossy spine->leaf downlink that few flows are known to cross on the
+// way in, with no reply path known: the replies of the leaf's own flows
+// come back through it, so each uplink of the leaf, crossed for certain on
+// the way out, sees losses on the flows whose replies took the downlink.
+// The downlink, on those flows' unseen stretch and lossy on its own flows
+// too, explains them about as well: the uplinks are a group with it, not
+// pages. With the downlink's own flows clean it explains nothing, and an
+// uplink lossy on all its flows stands alone.
+TEST(Explain, LossOnAnUnseenReplyStretchIsNoPageOnTheLinksFlowsCrossedOnTheWayOut) {
+  Fabric f(2, 4, 2);
+  Mesh mesh(f);
+  mesh.reply_known = false;
+  mesh.sent = 100;
+  const NodeId leaf = f.leaves[1];
+  const DirLinkId bad = f.between(f.spines[0], leaf);
+  mesh.loss[bad] = 0.04;
+  // Into the leaf through the downlink: only the flows of one source leaf.
+  mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>&) {
+    return !testing::crosses(fwd, bad) || f.t.dirSrcNode(fwd.front()) == f.t.port(f.hosts[0]).node;
+  };
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  auto hs = explainLosses(ev, {});
+  ASSERT_FALSE(hs.empty());
+  for (const Hypothesis& h : hs) {
+    // (The downlink's reverse direction is the same cable: the posterior
+    // weighs the two directions against each other.)
+    if (h.key.kind != Key::kLink || f.t.dirSrcNode(h.key.id) != leaf ||
+        h.key.id == topology::Topology::reverse(bad)) {
+      continue;
+    }
+    SCOPED_TRACE(f.t.dirLinkName(h.key.id));
+    EXPECT_NE(std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, bad}),
+              h.candidates.end());
+    EXPECT_LE(h.confidence, 0.5);
+  }
+
+  // The uplink itself lossy, the downlink clean: all the uplink's flows
+  // lose alike, and no unseen link explains that.
+  mesh.loss.clear();
+  const DirLinkId up = f.between(leaf, f.spines[1]);
+  mesh.loss[up] = 0.04;
+  FabricEvidence ev2(f.t, {});
+  fill(ev2, mesh, 120);
+  auto hs2 = explainLosses(ev2, {});
+  ASSERT_FALSE(hs2.empty());
+  EXPECT_EQ(hs2[0].key, (Key{Key::kLink, up})) << f.t.dirLinkName(hs2[0].key.id);
+  EXPECT_TRUE(hs2[0].candidates.empty());
+  EXPECT_GE(hs2[0].confidence, 0.99);
+}
+
 // Two faults on links in series, many flows crossing both, on a mesh with
 // no other loss: each states its own rate. The greedy search gives the
 // shared lossy windows to the fault accepted first and the ports' rates
