@@ -14,6 +14,7 @@
 //            [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1]
 //            [--only I]   (just draw I of the sweep, to look into one run)
 //            [--adapt 1]  (closed loop: the unsettled links get flows, bench/sweep.h)
+//            [--trace 1]  (with --only: every pass's open incidents on stderr)
 //            (the sweep over deployment conditions, bench/sweep.h)
 
 #include <atomic>
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
       "                [--probes-per-second X] [--redraw-s S]\n"
       "       accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]\n"
       "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1] [--only I]\n"
-      "                [--adapt 1]\n";
+      "                [--adapt 1] [--trace 1]\n";
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -207,6 +208,8 @@ int main(int argc, char** argv) {
       sweep.quiet = std::atoi(argv[i + 1]) != 0;
     else if (a == "--adapt")
       sweep.adapt = std::atoi(argv[i + 1]) != 0;
+    else if (a == "--trace")
+      sweep.trace = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
       return 2;
@@ -223,6 +226,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (sweeping) {
+    if (sweep.trace && sweep.only < 0) {
+      std::fprintf(stderr, "accuracy: --trace needs --only (one draw's passes)\n");
+      return 2;
+    }
     sweep.threads = threads;
     sweep.json_out = json_out;
     sweep.runs_out = runs_out;

@@ -291,7 +291,22 @@ std::optional<std::pair<double, double>> intervalOf(const json& inc) {
   return std::nullopt;
 }
 
-RunResult runDraw(const Draw& d, bool adapt) {
+// One line per open incident of a pass: when, what, how sure, on what.
+void traceIncidents(const topology::Topology& topo, const analyzer::Report& rep) {
+  for (const analyzer::Incident& i : rep.incidents) {
+    if (i.resolved_at) continue;
+    const json j = analyzer::incidentToJson(topo, i);
+    const json& e = j["evidence"];
+    std::fprintf(stderr, "pass %.0f: %s %s%s confidence %.6g llr %s lost %s of %s candidates %s\n",
+                 rep.generated_at, j.value("kind", "").c_str(),
+                 j.value("link", j.value("node", "")).c_str(), i.localized_at ? " (paged)" : "",
+                 i.confidence, e.value("llr_nats", json(0)).dump().c_str(),
+                 e.value("lost", json(0)).dump().c_str(), e.value("probes", json(0)).dump().c_str(),
+                 j.value("candidates", json::array()).dump().c_str());
+  }
+}
+
+RunResult runDraw(const Draw& d, bool adapt, bool trace) {
   RunResult out;
   out.draw = d;
   auto t0 = std::chrono::steady_clock::now();
@@ -326,6 +341,7 @@ RunResult runDraw(const Draw& d, bool adapt) {
     if (engine.stats().passes != passes_seen) {
       passes_seen = engine.stats().passes;
       const analyzer::Report rep = engine.report();
+      if (trace) traceIncidents(*topo, rep);
       for (const analyzer::Incident& i : rep.incidents) {
         if (!i.candidates.empty() && !i.localized_at && !i.resolved_at)
           ambiguous_since.emplace(i.id, rep.generated_at);
@@ -541,7 +557,7 @@ int runSweep(const SweepOptions& o) {
   for (unsigned t = 0; t < std::max(1u, o.threads); ++t) {
     pool.emplace_back([&] {
       for (size_t j; (j = next++) < jobs.size();) {
-        results[j] = runDraw(jobs[j], o.adapt);
+        results[j] = runDraw(jobs[j], o.adapt, o.trace);
         const size_t n = ++done;
         if (o.quiet) continue;
         std::lock_guard lock(mu);

@@ -30,6 +30,9 @@ struct SweepOptions {
   // simulated agents run from the next window on, as agents fetch the
   // analyzer's plan.
   bool adapt = false;
+  // With `only`: every pass's open incidents on stderr, one line each (to
+  // see when and why a run paged or did not).
+  bool trace = false;
 };
 
 // Prints the tables to stdout; returns 0, or 1 when a --require-* bar is
