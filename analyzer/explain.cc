@@ -128,6 +128,7 @@ class Explainer {
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
   double jointLlr(DirLinkId d, DirLinkId other) const;
+  double llrWithout(DirLinkId u, DirLinkId d) const;
   std::vector<DirLinkId> unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self) const;
   void unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
 
@@ -1155,8 +1156,50 @@ double Explainer::jointLlr(DirLinkId d, DirLinkId other) const {
   return best;
 }
 
+// Link u's log-likelihood ratio, maximized over its added loss, on what it
+// carried for certain that link d cannot have touched: its lossy windows
+// with d neither on their known path nor on an unseen stretch, and its
+// clean probes, since its first lossy window.
+double Explainer::llrWithout(DirLinkId u, DirLinkId d) const {
+  const auto list = link_segs_.find(u);
+  if (list == link_segs_.end()) return 0;
+  struct W {
+    double n, k, q;
+  };
+  std::vector<W> ws;
+  double n_lossy = 0, onset = INFINITY;
+  for (uint32_t i : list->second) {
+    const LossySegment& seg = segs_[i];
+    const double part = unexplained0_[i];
+    if (part <= 0) continue;
+    n_lossy += part * seg.n;
+    onset = std::min(onset, seg.t);
+    auto ls = ev_.lossy().linksOf(seg);
+    if (std::find(ls.begin(), ls.end(), d) != ls.end() || unseenShare(seg, d, false) > 0) continue;
+    ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg)});
+  }
+  if (ws.empty()) return 0;
+  const auto stretch = static_cast<size_t>(
+      std::clamp<int64_t>(ev_.links().newestBucket() - bucketOf(onset, ev_.bucketWidth()) + 1, 1,
+                          static_cast<int64_t>(ev_.buckets())));
+  const double n_clean = std::max(0.0, ev_.links().recent(u, stretch).n - n_lossy);
+  const double q_clean = ev_.background().one_way;
+  double best = 0;
+  for (double x = 1e-4; x < 1; x *= 1.25) {
+    double l = n_clean * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
+    for (const W& w : ws) {
+      const double q1 = std::min(w.q + x, 1 - 1e-12);
+      l += w.k * std::log(q1 / w.q) + (w.n - w.k) * (std::log1p(-q1) - std::log1p(-w.q));
+    }
+    best = std::max(best, l);
+  }
+  return best;
+}
+
 // The links on the unseen stretches of `segs`, by the losses they could
-// explain there (share times what is left of each segment), the most first.
+// explain there (share times what is left of each segment) and on the
+// flows they carried for certain, the most first: links of equal share on
+// those stretches (the downlinks into one leaf) are told apart by their own.
 std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& segs,
                                                  DirLinkId self) const {
   std::unordered_map<DirLinkId, double> weight;
@@ -1172,7 +1215,11 @@ std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& se
   }
   std::vector<std::pair<double, DirLinkId>> ranked;
   for (auto [link, w] : weight) {
-    if (w > 0) ranked.emplace_back(-w, link);
+    if (w <= 0) continue;
+    if (auto own = link_segs_.find(link); own != link_segs_.end()) {
+      for (uint32_t i : own->second) w += unexplained0_[i] * segs_[i].k;
+    }
+    ranked.emplace_back(-w, link);
   }
   std::sort(ranked.begin(), ranked.end());
   std::vector<DirLinkId> out;
@@ -1213,6 +1260,9 @@ void Explainer::unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypot
       continue;
     }
     ++tried;
+    // A link that needs a fault of its own whatever d does is a second
+    // fault beside d, not an explanation instead of it.
+    if (llrWithout(u, d) >= open_llr_) continue;
     const double own = jointLlr(d, u), l = jointLlr(u, d);
     if (l >= own - std::log(99.0)) {
       h.candidates.push_back(uk);
