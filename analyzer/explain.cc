@@ -20,6 +20,8 @@ constexpr int kMaxExplanations = 64;
 // The backward check costs one explaining-away per pair of accepted
 // hypotheses; beyond this many (a fabric-wide event) it is skipped.
 constexpr size_t kMaxBackwardChecks = 16;
+// The links of unseen stretches weighed as rivals of one hypothesis.
+constexpr size_t kMaxUpstream = 8;
 
 using SegmentLists = std::unordered_map<uint32_t, std::vector<uint32_t>>;
 
@@ -36,6 +38,29 @@ Ends endsOf(const LossySegment& s) {
   if (s.dst_node != kNone) e.ids[e.count++] = s.dst_node;
   if (s.src_node != kNone && s.src_node != s.dst_node) e.ids[e.count++] = s.src_node;
   return e;
+}
+
+// The log-likelihood ratio of a window's n probes and k losses at
+// background q plus added loss x, against q alone.
+double windowLogRatio(double n, double k, double q, double x) {
+  const double q1 = std::min(q + x, 1 - 1e-12);
+  return (k > 0 ? k * std::log(q1 / q) : 0) + (n - k) * (std::log1p(-q1) - std::log1p(-q));
+}
+
+// log(s * r + 1 - s) for r = e^log_r, without overflow: a window that
+// crossed a link of that loss with probability s.
+double mixtureLog(double s, double log_r) {
+  return log_r > 0 ? log_r + std::log(s + (1 - s) * std::exp(-log_r))
+                   : std::log1p(s * std::expm1(log_r));
+}
+
+// The maximum of llr(x) over added losses from 1e-4 up, 25 % apart (the
+// mixture likelihoods below are not concave in x).
+template <typename F>
+double maxOverAddedLoss(const F& llr) {
+  double best = 0;
+  for (double x = 1e-4; x < 1; x *= 1.25) best = std::max(best, llr(x));
+  return best;
 }
 
 struct RoundTrips {
@@ -128,8 +153,15 @@ class Explainer {
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
   double jointLlr(DirLinkId d, DirLinkId other) const;
+  // The newest buckets of `t` from the one holding `onset` on (1 to the horizon).
+  size_t bucketsSince(double onset, const BucketedTallies& t) const {
+    return static_cast<size_t>(
+        std::clamp<int64_t>(t.newestBucket() - bucketOf(onset, ev_.bucketWidth()) + 1, 1,
+                            static_cast<int64_t>(ev_.buckets())));
+  }
   double llrWithout(DirLinkId u, DirLinkId d) const;
-  std::vector<DirLinkId> unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self) const;
+  std::vector<DirLinkId> unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self,
+                                        bool with_own) const;
   void unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
 
   const FabricEvidence& ev_;
@@ -949,24 +981,14 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
   const double n_window = ws.empty() ? 1 : std::max(1.0, n_lossy / static_cast<double>(ws.size()));
   const double clean_windows = n_clean / n_window;
   const double q_clean = ev_.background().one_way;
-  double best = 0;
-  for (double x = 1e-4; x < 1; x *= 1.25) {
+  return maxOverAddedLoss([&](double x) {
     double l = 0;
-    for (const W& w : ws) {
-      const double q1 = std::min(w.q + x, 1 - 1e-12);
-      double log_r = w.k * std::log(q1 / w.q) + (w.n - w.k) * (std::log1p(-q1) - std::log1p(-w.q));
-      // log(s * r + 1 - s), without overflow
-      l += log_r > 0 ? log_r + std::log(w.s + (1 - w.s) * std::exp(-log_r))
-                     : std::log1p(w.s * std::expm1(log_r));
-    }
+    for (const W& w : ws) l += mixtureLog(w.s, windowLogRatio(w.n, w.k, w.q, x));
     // Clean windows of the typical size: each crossed `via` with its share
     // and then lost nothing, or did not cross it.
-    const double log_clean =
-        n_window * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
-    l += clean_windows * std::log1p(s_min * std::expm1(log_clean));
-    best = std::max(best, l);
-  }
-  return best;
+    l += clean_windows * mixtureLog(s_min, windowLogRatio(n_window, 0, q_clean, x));
+    return l;
+  });
 }
 
 // Links whose flows are slower than their peers' at z^2 / 2 >= ln 99, after
@@ -1106,9 +1128,7 @@ double Explainer::jointLlr(DirLinkId d, DirLinkId other) const {
     }
   }
   if (onset == INFINITY) return 0;
-  const auto stretch = static_cast<size_t>(
-      std::clamp<int64_t>(ev_.links().newestBucket() - bucketOf(onset, ev_.bucketWidth()) + 1, 1,
-                          static_cast<int64_t>(ev_.buckets())));
+  const size_t stretch = bucketsSince(onset, ev_.links());
   auto fill = [&](Set& set, DirLinkId from, bool certain) {
     set.n_all = ev_.links().recent(from, stretch).n;
     const auto list = link_segs_.find(from);
@@ -1132,28 +1152,18 @@ double Explainer::jointLlr(DirLinkId d, DirLinkId other) const {
   fill(sets[0], d, true);
   fill(sets[1], other, false);
   const double q_clean = ev_.background().one_way;
-  double best = 0;
-  for (double x = 1e-4; x < 1; x *= 1.25) {
+  return maxOverAddedLoss([&](double x) {
     double l = 0;
     for (const Set& set : sets) {
-      for (const W& w : set.ws) {
-        const double q1 = std::min(w.q + x, 1 - 1e-12);
-        double log_r =
-            w.k * std::log(q1 / w.q) + (w.n - w.k) * (std::log1p(-q1) - std::log1p(-w.q));
-        l += log_r > 0 ? log_r + std::log(w.s + (1 - w.s) * std::exp(-log_r))
-                       : std::log1p(w.s * std::expm1(log_r));
-      }
+      for (const W& w : set.ws) l += mixtureLog(w.s, windowLogRatio(w.n, w.k, w.q, x));
       const double lossy_windows = std::max<double>(1, static_cast<double>(set.ws.size()));
       const double n_window = std::max(1.0, set.n_lossy / lossy_windows);
       const double clean_windows = std::max(0.0, set.n_all - set.n_lossy) / n_window;
-      const double log_clean =
-          n_window * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
       const double s_clean = &set == &sets[0] ? 1.0 : set.s_min;
-      l += clean_windows * std::log1p(s_clean * std::expm1(log_clean));
+      l += clean_windows * mixtureLog(s_clean, windowLogRatio(n_window, 0, q_clean, x));
     }
-    best = std::max(best, l);
-  }
-  return best;
+    return l;
+  });
 }
 
 // Link u's log-likelihood ratio, maximized over its added loss, on what it
@@ -1179,29 +1189,23 @@ double Explainer::llrWithout(DirLinkId u, DirLinkId d) const {
     ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg)});
   }
   if (ws.empty()) return 0;
-  const auto stretch = static_cast<size_t>(
-      std::clamp<int64_t>(ev_.links().newestBucket() - bucketOf(onset, ev_.bucketWidth()) + 1, 1,
-                          static_cast<int64_t>(ev_.buckets())));
-  const double n_clean = std::max(0.0, ev_.links().recent(u, stretch).n - n_lossy);
+  const double n_clean =
+      std::max(0.0, ev_.links().recent(u, bucketsSince(onset, ev_.links())).n - n_lossy);
   const double q_clean = ev_.background().one_way;
-  double best = 0;
-  for (double x = 1e-4; x < 1; x *= 1.25) {
-    double l = n_clean * (std::log1p(-std::min(q_clean + x, 1 - 1e-12)) - std::log1p(-q_clean));
-    for (const W& w : ws) {
-      const double q1 = std::min(w.q + x, 1 - 1e-12);
-      l += w.k * std::log(q1 / w.q) + (w.n - w.k) * (std::log1p(-q1) - std::log1p(-w.q));
-    }
-    best = std::max(best, l);
-  }
-  return best;
+  return maxOverAddedLoss([&](double x) {
+    double l = windowLogRatio(n_clean, 0, q_clean, x);
+    for (const W& w : ws) l += windowLogRatio(w.n, w.k, w.q, x);
+    return l;
+  });
 }
 
 // The links on the unseen stretches of `segs`, by the losses they could
-// explain there (share times what is left of each segment) and on the
-// flows they carried for certain, the most first: links of equal share on
-// those stretches (the downlinks into one leaf) are told apart by their own.
-std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& segs,
-                                                 DirLinkId self) const {
+// explain there (share times what is left of each segment) and, `with_own`,
+// on the flows they carried for certain, the most first: links of equal
+// share on those stretches (the downlinks into one leaf) are told apart by
+// their own.
+std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self,
+                                                 bool with_own) const {
   std::unordered_map<DirLinkId, double> weight;
   for (uint32_t i : segs) {
     for (const Middle& m : segs_[i].middle) {
@@ -1215,9 +1219,11 @@ std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& se
   }
   std::vector<std::pair<double, DirLinkId>> ranked;
   for (auto [link, w] : weight) {
-    if (w <= 0) continue;
-    if (auto own = link_segs_.find(link); own != link_segs_.end()) {
-      for (uint32_t i : own->second) w += unexplained0_[i] * segs_[i].k;
+    if (with_own) {
+      if (w <= 0) continue;  // explains none of these losses: no rival
+      if (auto own = link_segs_.find(link); own != link_segs_.end()) {
+        for (uint32_t i : own->second) w += unexplained0_[i] * segs_[i].k;
+      }
     }
     ranked.emplace_back(-w, link);
   }
@@ -1230,11 +1236,10 @@ std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& se
 // A fabric link's lossy flow-windows may have lost their probes on a
 // stretch discovery did not see (the replies, with no reply path known):
 // a fault there, at its ECMP share of those windows, makes the link's
-// certain flows lossy too. Such a link u is weighed as the access links'
-// upstream links are (a mixture over this link's windows), and on every
-// probe it certainly carried besides, at the same added loss: a healthy u
-// whose own flows are clean is rejected, a faulty one is not. Within ln 99
-// nats of this link, it joins the group. (A leaf's uplink, crossed for
+// certain flows lossy too. Such a link u and this one are each weighed on
+// both links' windows (jointLlr): a healthy u whose own flows are clean is
+// rejected, a faulty one is not. Within ln 99 nats of this link, it joins
+// the group. (A leaf's uplink, crossed for
 // certain by its hosts' flows whose replies came back through a lossy
 // downlink into that leaf, had paged before the downlink was found; full
 // sweep draw 1172.)
@@ -1245,9 +1250,8 @@ void Explainer::unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypot
   }
   const auto mine = link_segs_.find(d);
   if (mine == link_segs_.end() || ev_.countersImplicate(d)) return;
-  std::vector<DirLinkId> ranked = unseenUpstream(mine->second, d);
+  const std::vector<DirLinkId> ranked = unseenUpstream(mine->second, d, true);
   if (ranked.empty()) return;
-  constexpr size_t kMaxUpstream = 8;
   const Candidate& c = h.evidence;
   size_t tried = 0;
   for (DirLinkId u : ranked) {
@@ -1351,10 +1355,7 @@ void Explainer::somePathsDead(Hypothesis& h) {
   if (dead == 0 || windows == 0) return;
   // Both fitted since the first lossy window: a host that died within the
   // horizon was reachable before, which says nothing of its paths.
-  const int64_t first = bucketOf(onset, ev_.bucketWidth());
-  const auto stretch = static_cast<size_t>(std::clamp<int64_t>(
-      ev_.toNode().newestBucket() - first + 1, 1, static_cast<int64_t>(ev_.buckets())));
-  const Tally since = ev_.toNode().recent(host, stretch);
+  const Tally since = ev_.toNode().recent(host, bucketsSince(onset, ev_.toNode()));
   const double n_all = std::max(since.n, lossy_n);
   const double p = std::clamp(std::max(since.k, lossy_k) / n_all, q, 1 - 1e-9);
   const double clean_n = n_all - lossy_n;
@@ -1413,9 +1414,7 @@ void Explainer::deadOnUnseenStretch(Hypothesis& h) {
   }
   // The blackhole signature (engine.cc classifies by the same share).
   if (dead < 2 || dead_lost < 0.7 * lost) return;
-  const int64_t first = bucketOf(onset, ev_.bucketWidth());
-  const auto stretch = static_cast<size_t>(std::clamp<int64_t>(
-      ev_.links().newestBucket() - first + 1, 1, static_cast<int64_t>(ev_.buckets())));
+  const size_t stretch = bucketsSince(onset, ev_.links());
   const double window_probes = dead_n / dead;
   // A remembered path may be stale for a flow that died: unseen too.
   const auto carriers = carriersOf(used, false, true, [&](DirLinkId d) {
@@ -1509,28 +1508,15 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   if (!host_refuted) h.candidates.push_back({Key::kNode, host});
 
   // The upstream links these losses may have crossed unseen, by the losses
-  // they could explain (share times what is left of each segment).
-  std::unordered_map<DirLinkId, double> weight;
-  const std::vector<uint32_t>& mine = link_segs_.at(d);
-  for (uint32_t i : mine) {
-    for (const Middle& m : segs_[i].middle) {
-      if (m.known()) continue;
-      for (auto [link, share] : ev_.shares().linksOn(m.from, m.to)) {
-        weight[link] += share * unexplained0_[i] * segs_[i].k;
-      }
-    }
-  }
-  std::vector<std::pair<double, DirLinkId>> ranked;
-  for (auto [link, w] : weight) ranked.emplace_back(-w, link);
-  std::sort(ranked.begin(), ranked.end());
-  // Each is weighed against the access link on the same flow-windows (a
+  // they could explain. Each is weighed against the access link on the same flow-windows (a
   // mixture: a window crossed the upstream link with its ECMP share); one
   // within ln 99 nats would alone keep the posterior below 0.99.
-  constexpr size_t kMaxUpstream = 8;
+  const std::vector<uint32_t>& mine = link_segs_.at(d);
+  const std::vector<DirLinkId> ranked = unseenUpstream(mine, d, false);
   const double own = windowLlr(mine, c.n, std::nullopt);
   for (size_t i = 0; i < ranked.size() && i < kMaxUpstream; ++i) {
-    const double l = windowLlr(mine, c.n, ranked[i].second);
-    if (l >= own - std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i].second});
+    const double l = windowLlr(mine, c.n, ranked[i]);
+    if (l >= own - std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i]});
     h.alt_llr = std::max(h.alt_llr, c.llr - (own - l));
   }
   if (!h.candidates.empty()) {
