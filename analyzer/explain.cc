@@ -90,6 +90,7 @@ class Explainer {
                const Background& b) const;
   std::vector<Candidate> attributed(const std::vector<Hypothesis>& accepted,
                                     const Background& b) const;
+  Candidate testedShared(size_t j, const std::vector<Hypothesis>& accepted) const;
   double rateAbove(const Candidate& c, const Background& b) const;
   Background residualBackground(const std::vector<Hypothesis>& accepted) const;
   void estimateLoss(Hypothesis& h, const Candidate& c, const Background& b) const;
@@ -313,6 +314,65 @@ std::vector<Candidate> Explainer::attributed(const std::vector<Hypothesis>& acce
     x = std::move(next);
   }
   return out;
+}
+
+// The evidence a link hypothesis is tested on, for paging, when other
+// accepted hypotheses lie for certain on its flows too. The greedy search
+// gives such a segment whole to whichever came first, so the later one of
+// two faults in series keeps its clean windows on their shared flows and
+// loses the lossy ones: tested on that, a real second fault waits, or
+// never pages, on the flows both carry. Here the segment's losses are
+// shared by rate, as for the estimate (attributed), but only with
+// hypotheses certainly on it; what may have crossed another on an unseen
+// stretch goes to it as the greedy search took it, by the posterior that
+// it did. Everything else is the greedy's evidence before it began.
+Candidate Explainer::testedShared(size_t j, const std::vector<Hypothesis>& accepted) const {
+  const Key& key = accepted[j].key;
+  Candidate c = pool0(key.kind).at(key.id);
+  if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return accepted[j].evidence;
+  const Background& b = ev_.background();
+  struct Shared {
+    uint32_t seg;
+    double avail;
+    std::vector<size_t> others;  // certainly on it
+  };
+  std::vector<Shared> shared;
+  for (uint32_t i : lists(key.kind).at(key.id)) {
+    const LossySegment& seg = segs_[i];
+    if (seg.claimed_by != 0) continue;  // another's claim: already out of pool0
+    Shared sh{i, unexplained0_[i], {}};
+    double keep = 1;
+    for (size_t h = 0; h < accepted.size(); ++h) {
+      if (h == j) continue;
+      const double e = crossing(accepted[h].key, seg);
+      if (e >= 1) {
+        sh.others.push_back(h);
+      } else if (e > 0) {
+        keep *= 1 - crossedPosterior(seg, e, std::max(accepted[h].evidence.loss, 1e-9));
+      }
+    }
+    if (keep < 1) c.remove(sh.avail * (1 - keep), seg, seg.t >= short_from_);
+    sh.avail *= keep;
+    if (!sh.others.empty()) shared.push_back(std::move(sh));
+  }
+  if (shared.empty()) return accepted[j].evidence;
+  std::vector<double> x(accepted.size());
+  for (size_t h = 0; h < accepted.size(); ++h) x[h] = accepted[h].evidence.loss;
+  constexpr int kRounds = 8;
+  Candidate base = c;
+  for (int round = 0; round < kRounds; ++round) {
+    c = base;
+    for (const Shared& sh : shared) {
+      const LossySegment& seg = segs_[sh.seg];
+      const double q = seg.round_trip ? b.round_trip : b.one_way;
+      double others = 0;
+      for (size_t h : sh.others) others += x[h];
+      c.removeLosses(sh.avail * others / (q + x[j] + others), seg, seg.t >= short_from_, false);
+    }
+    x[j] = rateAbove(c, b);
+  }
+  score(c);
+  return c;
 }
 
 // The background a stated rate is measured against: the losses no
@@ -828,8 +888,18 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
   jointUpstream(accepted);
   const Background residual = residualBackground(accepted);
   const std::vector<Candidate> own = attributed(accepted, residual);
+  std::vector<Candidate> tested;
+  for (size_t j = 0; j < accepted.size(); ++j) {
+    const bool alone = accepted[j].key.kind == Key::kLink && accepted[j].candidates.empty();
+    tested.push_back(alone ? testedShared(j, accepted) : accepted[j].evidence);
+  }
   for (size_t j = 0; j < accepted.size(); ++j) {
     Hypothesis& h = accepted[j];
+    if (tested[j].llr > h.evidence.llr) {
+      // The alternatives were weighed against the greedy's evidence.
+      h.alt_llr += tested[j].llr - h.evidence.llr;
+      h.evidence = tested[j];
+    }
     h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
     estimateLoss(h, own[j], residual);
     h.background = residual;

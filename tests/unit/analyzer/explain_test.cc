@@ -326,6 +326,44 @@ TEST(Explain, FaultsSharingFlowsStateEachItsOwnRate) {
   }
 }
 
+// Two faults in series on part of their flows: a leaf's uplink to a spine
+// losing 4 % and that spine's downlink into another leaf losing 1 %. The
+// greedy search gives their shared flows' lossy windows to the first
+// accepted (the uplink) whole, which leaves the downlink its clean windows
+// there and not its losses: tested on that, it waits for its other flows
+// alone. With the shared windows' losses split by rate (the expected share
+// each caused) it is tested on every probe it carried.
+TEST(Explain, ASecondFaultInSeriesIsTestedOnItsShareOfTheFlowsBothCarry) {
+  Fabric f(4, 4, 2);
+  Mesh mesh(f);
+  const DirLinkId up = f.between(f.leaves[0], f.spines[0]);
+  const DirLinkId down = f.between(f.spines[0], f.leaves[1]);
+  mesh.loss[up] = 0.04;
+  mesh.loss[down] = 0.01;
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 20);
+  auto hs = explainLosses(ev, {});
+  auto find = [&](DirLinkId d) {
+    return std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) {
+      return h.key == Key{Key::kLink, d};
+    });
+  };
+  ASSERT_NE(find(up), hs.end());
+  auto it = find(down);
+  ASSERT_NE(it, hs.end());
+  // The downlink alone, for what it loses on all its flows.
+  Mesh alone_mesh(f);
+  alone_mesh.loss[down] = 0.01;
+  FabricEvidence alone_ev(f.t, {});
+  fill(alone_ev, alone_mesh, 20);
+  const auto alone = explainLosses(alone_ev, {});
+  ASSERT_EQ(alone.size(), 1u);
+  // Every probe it carried, and about the losses it caused (the mesh's
+  // losses are the same draws with or without the uplink's).
+  EXPECT_EQ(it->evidence.n, alone[0].evidence.n);
+  EXPECT_NEAR(it->evidence.k, alone[0].evidence.k, 0.15 * alone[0].evidence.k);
+}
+
 // A host's flows went unseen past its access link, which loses 5 %, and a
 // quarter of them (one spine in four) also crossed an uplink of its leaf
 // that loses 10 %. Splitting a lossy flow's losses weighs the uplink by its
