@@ -254,9 +254,29 @@ struct LossPoint {
 
 struct OracleRow {
   OracleFault oracle;
+  std::string klass;  // faultClass
   bool found = false;
   std::optional<double> ttl;  // netdiag's
 };
+
+// What probes can tell about a fault's link. An access link of a host with
+// one NIC, without one-way counts, loses exactly as that host does when it
+// is busy (both hit every flow of the host alike, both ways: the busy-host
+// trap of the sweep), so probes alone cannot name it and netdiag waits for
+// its counters (docs/localization.md, step 6). The oracle, which knows the
+// link, does not face that trap; the classes show where the gap is.
+std::string faultClass(const topology::Topology& t, const std::string& link, bool one_way) {
+  const auto d = t.findDirLink(link);
+  if (!d) return "unknown";
+  topology::NodeId host = topology::kNone;
+  for (topology::NodeId n : {t.dirSrcNode(*d), t.dirDstNode(*d)}) {
+    if (t.node(n).isHost()) host = n;
+  }
+  if (host == topology::kNone) return "fabric";
+  if (one_way) return "access, one-way counts";
+  if (t.portsOf(host).size() > 1) return "access, host with more NICs";
+  return "access, one NIC, round trips only";
+}
 
 // An incident that was an ambiguity group at some pass.
 struct GroupPoint {
@@ -397,6 +417,7 @@ RunResult runDraw(const Draw& d, bool adapt, bool trace) {
   for (const OracleFault& f : oracle.finish(sc.start + sc.duration_s)) {
     OracleRow row;
     row.oracle = f;
+    row.klass = faultClass(*topo, f.link, sc.noise.one_way > 0);
     if (auto it = items.find(f.id); it != items.end() && it->second->found) {
       row.found = true;
       row.ttl = it->second->time_to_localize;
@@ -650,6 +671,28 @@ int runSweep(const SweepOptions& o) {
       oracle_loc, oracle_faults, total.found_of_localized, total.recallOracle(), total.found_05,
       total.oracle_05, total.recall05(), median(total.ratio), total.ratio.size());
 
+  // The same, per fault class (faultClass).
+  std::map<std::string, Cell> classes;
+  for (const RunResult& r : results) {
+    for (const OracleRow& row : r.oracle) {
+      RunResult one;
+      one.oracle.push_back(row);
+      classes[row.klass].add(one);
+    }
+  }
+  std::printf("\nrecall where the oracle localizes, per fault class (loss >= 0.5 %%):\n");
+  std::printf("%-36s %7s %7s %8s %8s\n", "class", "faults", "found", "rec|orc", "ttl/orc");
+  json by_class = json::array();
+  for (auto& [name, c] : classes) {
+    std::printf("%-36s %7zu %7zu %8.3f %8.2f\n", name.c_str(), c.oracle_05, c.found_05,
+                c.recall05(), median(c.ratio));
+    by_class.push_back({{"class", name},
+                        {"faults", c.oracle_05},
+                        {"found", c.found_05},
+                        {"recall_where_oracle_localizes", num(c.recall05())},
+                        {"ttl_over_oracle", num(median(c.ratio))}});
+  }
+
   // Calibration over every opened incident.
   struct Bin {
     const char* name;
@@ -772,6 +815,7 @@ int runSweep(const SweepOptions& o) {
                 {"recall_where_oracle_localizes", num(worst_recall05.value)},
                 {"recall_where_oracle_localizes_cell", worst_recall05.cell}}},
               {"calibration", cal},
+              {"fault_classes", by_class},
               {"ambiguity_groups",
                {{"adapt", o.adapt},
                 {"opened", groups},
@@ -801,6 +845,7 @@ int runSweep(const SweepOptions& o) {
       }
       for (const OracleRow& row : r.oracle) {
         orc.push_back({{"link", row.oracle.link},
+                       {"class", row.klass},
                        {"injected", row.oracle.injected},
                        {"oracle_ttl", row.oracle.localized_at
                                           ? json(*row.oracle.localized_at - row.oracle.onset)
