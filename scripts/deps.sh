@@ -9,7 +9,7 @@ PACKAGES=(
   # libFuzzer harnesses (fuzz/) and sanitizer runtimes: scripts/fuzz_tsan.sh
   clang-14 libclang-rt-14-dev
   # libraries (see docs/architecture.md for who uses what)
-  libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
+  libyaml-dev libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
   prometheus-cpp-dev libcpp-httplib-dev
   # the agents' wire (proto/)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libabsl-dev

@@ -15,7 +15,25 @@ bool isPlainSafe(char c) {
 
 void appendJsonString(std::string& out, std::string_view s) {
   out += '"';
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    // DEL and the C1 controls (U+0080..U+009F but U+0085, UTF-8 C2 80..9F)
+    // are not printable in YAML: a YAML parser rejects them raw.
+    const auto b = static_cast<unsigned char>(c);
+    if (b == 0x7f) {
+      out += "\\u007f";
+      continue;
+    }
+    if (b == 0xc2 && i + 1 < s.size()) {
+      const auto b1 = static_cast<unsigned char>(s[i + 1]);
+      if (b1 >= 0x80 && b1 <= 0x9f && b1 != 0x85) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(b1));
+        out += buf;
+        ++i;
+        continue;
+      }
+    }
     switch (c) {
       case '"':
         out += "\\\"";

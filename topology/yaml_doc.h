@@ -1,10 +1,10 @@
 #pragma once
 
-// A compact, read-only document tree built from yaml-cpp's event parser.
-// yaml-cpp's own YAML::Node costs about a kilobyte per node; a 100k-host-port
-// fabric has millions of YAML nodes, so we keep a flat array of small nodes,
-// one text arena and each scalar's source line. JSON is read the same way
-// (JSON is YAML flow syntax to yaml-cpp), so both keep line numbers.
+// A compact, read-only document tree built from libyaml's event parser.
+// A tree of yaml-cpp's YAML::Node costs about a kilobyte per node, and a
+// 100k-host-port fabric has millions of YAML nodes, so we keep a flat array
+// of small nodes, one text arena and each scalar's source line. JSON is
+// read the same way (JSON is YAML flow syntax), so both keep line numbers.
 
 #include <cstdint>
 #include <istream>

@@ -480,6 +480,34 @@ TEST(LoaderYaml, AliasedNodeIsADuplicate) {
   EXPECT_THAT(r.errors, Contains(Field(&Diagnostic::message, HasSubstr("'a'")))) << dump(r);
 }
 
+TEST(LoaderYaml, UnknownAliasIsAnErrorAtItsLine) {
+  LoadResult r = loadText("nodes:\n  - {name: a, role: leaf}\nlinks: *nowhere\n");
+  ASSERT_FALSE(r.ok());
+  ASSERT_THAT(r.errors, SizeIs(1));
+  EXPECT_EQ(r.errors[0].line, 3u);
+  EXPECT_THAT(r.errors[0].message, HasSubstr("unknown alias '*nowhere'"));
+}
+
+// Bytes that are not UTF-8 are named at their own line, though the parser
+// finds them while it decodes ahead, by byte offset.
+TEST(LoaderYaml, BadUtf8IsASyntaxErrorAtItsLine) {
+  std::string text = "nodes:\n  - {name: a, role: leaf}\n";
+  for (int i = 0; i < 3000; ++i) text += "  # filler line " + std::to_string(i) + "\n";
+  text += "  - {name: b, role: \"caf\xe9\"}\n";
+  LoadResult r = loadText(text);
+  ASSERT_FALSE(r.ok());
+  ASSERT_THAT(r.errors, SizeIs(1));
+  EXPECT_EQ(r.errors[0].line, 3003u);
+  EXPECT_THAT(r.errors[0].message, HasSubstr("UTF-8"));
+}
+
+TEST(LoaderYaml, JsonWithoutSpacesLoads) {
+  LoadResult r = loadText(R"({"nodes":[{"name":"a","role":"leaf"},{"name":"h","role":"host"}],)"
+                          R"("links":[["h:eth0","a:swp1"]]})");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  EXPECT_EQ(r.topology.linkCount(), 1u);
+}
+
 TEST(LoaderYaml, NullValuesAreAbsent) {
   LoadResult r = loadText(R"(
 nodes:
