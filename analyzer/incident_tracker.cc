@@ -72,8 +72,14 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   inc.candidates = f.candidates;
   using S = Finding::Strength;
   const bool weak = f.strength == S::kWeak || !f.candidates.empty();
-  t.strong_passes = weak ? 0 : t.strong_passes + 1;
-  const bool localize = !weak && (f.strength == S::kCertain || t.strong_passes >= 2);
+  // It pages at paging strength in a pass that follows another in which it
+  // stood alone too (no candidates), strong or not: the rivals of step 6
+  // were weighed on two passes' evidence, so a rival whose records come in
+  // a pass late, or one near the margin, holds it. Paging strength in both
+  // passes, as before, added a pass to every page and no check (the CI
+  // sweep: 129 of 287 faults a pass sooner, the same pages).
+  t.clear_passes = f.candidates.empty() ? t.clear_passes + 1 : 0;
+  const bool localize = !weak && (f.strength == S::kCertain || t.clear_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
     t.paged_loss = pagedFloor(inc);
@@ -101,7 +107,7 @@ void IncidentTracker::endPass(double now) {
     }
     if (!t.open) continue;
     if (!seen_.contains(key)) {
-      t.strong_passes = 0;
+      t.clear_passes = 0;
       if (!t.incident.localized_at) {
         t.incident.confidence = std::min(t.incident.confidence, faded_confidence_);
       }

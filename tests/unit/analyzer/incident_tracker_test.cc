@@ -46,5 +46,44 @@ TEST(IncidentTracker, AnUnpagedIncidentWithNoFindingStatesTheFadedConfidence) {
   }
 }
 
+Finding weak(double confidence) {
+  Finding f = strong(confidence);
+  f.strength = Finding::Strength::kWeak;
+  return f;
+}
+
+// Paging needs two passes in a row in which the hypothesis stood alone,
+// the second at paging strength; the first may be below the bar.
+TEST(IncidentTracker, PagesOnTheSecondPassAloneTheFirstMayBeWeak) {
+  IncidentTracker tracker(60, 180, 30, 1e-5);
+  const Key key{Key::kLink, 1};
+  tracker.beginPass();
+  EXPECT_FALSE(tracker.observe(key, weak(0.5), 5));
+  tracker.endPass(5);
+  tracker.beginPass();
+  EXPECT_TRUE(tracker.observe(key, strong(0.9999), 10));
+  tracker.endPass(10);
+  ASSERT_EQ(tracker.all().size(), 1u);
+  EXPECT_EQ(tracker.all()[0].localized_at, 10.0);
+}
+
+// A pass with a rival beside it (an ambiguity group) starts the count again.
+TEST(IncidentTracker, APassInAGroupHoldsThePageForTwoMoreAlone) {
+  IncidentTracker tracker(60, 180, 30, 1e-5);
+  const Key key{Key::kLink, 1};
+  Finding grouped = strong(0.5);
+  grouped.candidates.push_back(Suspect{2, topology::kNone});
+  double t = 5;
+  for (const Finding& f : {strong(0.9999), grouped, strong(0.9999)}) {
+    tracker.beginPass();
+    EXPECT_FALSE(tracker.observe(key, f, t));
+    tracker.endPass(t);
+    t += 5;
+  }
+  tracker.beginPass();
+  EXPECT_TRUE(tracker.observe(key, strong(0.9999), t));
+  tracker.endPass(t);
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
