@@ -89,7 +89,7 @@ class IncidentTracker {
  private:
   struct Tracked {
     Incident incident;
-    int clear_passes = 0;  // consecutive passes seen without candidates
+    int clear_passes = 0;   // consecutive passes seen without candidates
     double paged_loss = 0;  // the loss rate recovery must reject (pagedFloor)
     double last_bad = 0;
     bool open = true;
