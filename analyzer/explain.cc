@@ -327,9 +327,9 @@ std::vector<Candidate> Explainer::attributed(const std::vector<Hypothesis>& acce
 // stretch goes to it as the greedy search took it, by the posterior that
 // it did. Everything else is the greedy's evidence before it began.
 Candidate Explainer::testedShared(size_t j, const std::vector<Hypothesis>& accepted) const {
+  if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return accepted[j].evidence;
   const Key& key = accepted[j].key;
   Candidate c = pool0(key.kind).at(key.id);
-  if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return accepted[j].evidence;
   const Background& b = ev_.background();
   struct Shared {
     uint32_t seg;

@@ -24,6 +24,13 @@ void fill(FabricEvidence& ev, const Mesh& mesh, double seconds) {
   ev.advanceTo(seconds);
 }
 
+// The hypothesis on directed link d, or hs.end().
+std::vector<Hypothesis>::const_iterator findLink(const std::vector<Hypothesis>& hs, DirLinkId d) {
+  return std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) {
+    return h.key == Key{Key::kLink, d};
+  });
+}
+
 TEST(Explain, NamesTheOneLossyLinkOnKnownPaths) {
   Fabric f;
   Mesh mesh(f);
@@ -343,11 +350,7 @@ TEST(Explain, ASecondFaultInSeriesIsTestedOnItsShareOfTheFlowsBothCarry) {
   FabricEvidence ev(f.t, {});
   fill(ev, mesh, 20);
   auto hs = explainLosses(ev, {});
-  auto find = [&](DirLinkId d) {
-    return std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) {
-      return h.key == Key{Key::kLink, d};
-    });
-  };
+  auto find = [&](DirLinkId d) { return findLink(hs, d); };
   ASSERT_NE(find(up), hs.end());
   auto it = find(down);
   ASSERT_NE(it, hs.end());
@@ -384,11 +387,7 @@ TEST(Explain, AnUnseenStretchTakesItsShareOfALinksLossesNotMore) {
   FabricEvidence ev(f.t, {});
   fill(ev, mesh, 120);
   auto hs = explainLosses(ev, {});
-  auto find = [&](DirLinkId d) {
-    return std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) {
-      return h.key == Key{Key::kLink, d};
-    });
-  };
+  auto find = [&](DirLinkId d) { return findLink(hs, d); };
   ASSERT_NE(find(up), hs.end()) << "the uplink is a fault too";
   auto it = find(access);
   ASSERT_NE(it, hs.end());
