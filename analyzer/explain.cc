@@ -857,24 +857,25 @@ void Explainer::backwardCheck(std::vector<Hypothesis>& accepted) const {
 // competing explanation of the same evidence.
 void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
   for (Hypothesis& h : accepted) {
-    double alt = -INFINITY;
+    h.alt_llr = h.alts_llr = -INFINITY;
     if (h.key.kind == Key::kLink) {
       auto it = link_c_.find(Topology::reverse(h.key.id));
-      if (it != link_c_.end() && fresh(it->second).llr > alt) {
-        alt = it->second.llr;
-        h.alt_name = "reverse direction " + topo_.dirLinkName(Topology::reverse(h.key.id));
+      if (it != link_c_.end()) {
+        if (fresh(it->second).llr > h.alt_llr) {
+          h.alt_name = "reverse direction " + topo_.dirLinkName(Topology::reverse(h.key.id));
+        }
+        h.weigh(it->second.llr);
       }
       for (NodeId n : {topo_.dirSrcNode(h.key.id), topo_.dirDstNode(h.key.id)}) {
         for (auto* hosts : {&node_c_, &side_c_}) {
           auto nt = hosts->find(n);
-          if (nt != hosts->end() && fresh(nt->second).llr > alt) {
-            alt = nt->second.llr;
+          if (nt == hosts->end()) continue;
+          if (fresh(nt->second).llr > h.alt_llr)
             h.alt_name = "host " + topo_.node(n).name + " itself";
-          }
+          h.weigh(nt->second.llr);
         }
       }
     }
-    h.alt_llr = alt;
     if (h.key.kind == Key::kLink) {
       accessAmbiguity(h);
       sharedPathAlternatives(h, accepted);
@@ -898,9 +899,10 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     if (tested[j].llr > h.evidence.llr) {
       // The alternatives were weighed against the greedy's evidence.
       h.alt_llr += tested[j].llr - h.evidence.llr;
+      h.alts_llr += tested[j].llr - h.evidence.llr;
       h.evidence = tested[j];
     }
-    h.confidence = posterior(h.evidence.llr, log_m_, h.alt_llr);
+    h.confidence = posterior(h.evidence.llr, log_m_, h.alts_llr);
     estimateLoss(h, own[j], residual);
     h.background = residual;
   }
@@ -1010,7 +1012,7 @@ void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
         continue;
       }
       h.candidates.push_back({Key::kLink, sh.link});
-      h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
+      h.weigh(h.evidence.llr);
       if (h.alt_name.empty() || h.candidates.size() == 1) {
         h.alt_name =
             "one link upstream of several hosts' access links, on stretches of their "
@@ -1165,7 +1167,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
         h.alt_name = "link " + topo_.dirLinkName(u) + ", crossed by the same lossy flows";
       }
     }
-    h.alt_llr = std::max(h.alt_llr, h.evidence.llr - (own - l));
+    h.weigh(h.evidence.llr - (own - l));
   }
 }
 
@@ -1345,7 +1347,7 @@ void Explainer::unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypot
                      ", on a stretch of these flows' paths that discovery did not see";
       }
     }
-    h.alt_llr = std::max(h.alt_llr, c.llr - (own - l));
+    h.weigh(c.llr - (own - l));
   }
 }
 
@@ -1454,7 +1456,7 @@ void Explainer::somePathsDead(Hypothesis& h) {
   });
   // No one link: several faults, or the host after all.
   if (!joinGroup(h, carriers)) return;
-  h.alt_llr = std::max(h.alt_llr, h.evidence.llr);
+  h.weigh(h.evidence.llr);
   h.alt_name = "a dead link on some of the paths to " + topo_.node(host).name +
                " (flows died whole, the others were clean)";
 }
@@ -1494,9 +1496,9 @@ void Explainer::deadOnUnseenStretch(Hypothesis& h) {
   });
   if (!joinGroup(h, carriers)) return;
   if (h.evidence.llr >= h.alt_llr) {
-    h.alt_llr = h.evidence.llr;
     h.alt_name = "a dead link on the unseen stretch of the flows that died whole";
   }
+  h.weigh(h.evidence.llr);
 }
 
 void Explainer::accessAmbiguity(Hypothesis& h) {
@@ -1587,10 +1589,10 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   for (size_t i = 0; i < ranked.size() && i < kMaxUpstream; ++i) {
     const double l = windowLlr(mine, c.n, ranked[i]);
     if (l >= own - std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i]});
-    h.alt_llr = std::max(h.alt_llr, c.llr - (own - l));
+    h.weigh(c.llr - (own - l));
   }
   if (!h.candidates.empty()) {
-    if (h.candidates.front().kind == Key::kNode) h.alt_llr = std::max(h.alt_llr, c.llr);
+    if (h.candidates.front().kind == Key::kNode) h.weigh(c.llr);
     h.alt_name = h.candidates.front().kind == Key::kNode
                      ? "host " + topo_.node(host).name + " itself (host-side loss)"
                      : "a link on a stretch of these flows' paths that discovery did not see";

@@ -7,12 +7,15 @@
 // aside), so it can be tested on hand-built evidence. docs/localization.md
 // gives the method.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analyzer/fabric_evidence.h"
+#include "analyzer/stats.h"
 
 namespace netdiag::analyzer {
 
@@ -56,7 +59,7 @@ struct Candidate {
 struct Hypothesis {
   Key key;
   Candidate evidence;
-  double confidence = 0;  // posterior, against `alt` and the prior
+  double confidence = 0;  // posterior, against the alternatives and the prior
   // The loss rate since the fault began, and a 90 % interval for it
   // (explain.cc, estimateLoss): what the incident states.
   double loss = 0;
@@ -65,6 +68,14 @@ struct Hypothesis {
   Background background;
   std::string alt_name;  // the strongest competing explanation, if any
   double alt_llr = 0;
+  // Every named competing explanation together (the log of the sum of
+  // their likelihood ratios): the posterior weighs them all, not only the
+  // strongest, so four equal rivals hold it as four do.
+  double alts_llr = -INFINITY;
+  void weigh(double llr) {
+    alt_llr = std::max(alt_llr, llr);
+    alts_llr = logAddExp(alts_llr, llr);
+  }
   std::vector<uint32_t> certain;  // lossy segments certainly explained by it
   // Explanations the evidence cannot tell from this one (an ambiguity
   // group): while any is left, the hypothesis must not page, and its

@@ -125,6 +125,12 @@ inline std::pair<double, double> twoClassInterval(double x_hat, double n1, doubl
   return concaveLevelSet(f, x_hat, f(std::clamp(x_hat, 0.0, top)) - kInterval90Nats, top);
 }
 
+// log(e^a + e^b), without overflow (either may be -infinity).
+inline double logAddExp(double a, double b) {
+  if (a < b) std::swap(a, b);
+  return std::isinf(b) && b < 0 ? a : a + std::log1p(std::exp(b - a));
+}
+
 // Posterior probability that a hypothesis with log-likelihood ratio `llr`
 // is the right one, given a prior of one fault among e^log_m hypotheses and
 // a competing explanation of the same evidence with ratio `alt_llr`.

@@ -180,6 +180,20 @@ TEST(Explain, ClaimedSegmentsCountForTheirOwnerOnly) {
 // leaf see loss on their incoming flows, for certain on their access links.
 // Each such access link is grouped with the upstream link that explains
 // them together (and with its host): nothing is certain enough to page.
+// Each rival alone may trail by enough to leave 0.99, and several together
+// not: the posterior weighs their sum, and names the strongest.
+TEST(Explain, ThePosteriorWeighsEveryRivalNotOnlyTheStrongest) {
+  Hypothesis h;
+  for (double rival : {15.0, 16.0, 15.0, 14.0}) h.weigh(rival);
+  EXPECT_EQ(h.alt_llr, 16.0);
+  const double own = 16 + std::log(99.0) + 0.1;  // the strongest alone leaves over 0.99
+  EXPECT_GT(posterior(own, 0, h.alt_llr), 0.99);
+  const double against =
+      std::exp(-own) + std::exp(15 - own) * 2 + std::exp(16 - own) + std::exp(14 - own);
+  EXPECT_NEAR(posterior(own, 0, h.alts_llr), 1 / (1 + against), 1e-12);
+  EXPECT_LT(posterior(own, 0, h.alts_llr), 0.99);
+}
+
 TEST(Explain, WithoutPathsAFabricFaultMakesAccessLinksAGroupNotAPage) {
   Fabric f(2, 4, 2);
   Mesh mesh(f);

@@ -136,5 +136,13 @@ TEST(Stats, PosteriorWeighsThePriorAndTheBestAlternative) {
   EXPECT_LT(posterior(5, std::log(1e4), -INFINITY), 0.1);
 }
 
+TEST(Stats, LogAddExpNeitherOverflowsNorLosesTheEmptySide) {
+  EXPECT_EQ(logAddExp(-INFINITY, 3.0), 3.0);
+  EXPECT_EQ(logAddExp(3.0, -INFINITY), 3.0);
+  EXPECT_EQ(logAddExp(-INFINITY, -INFINITY), -INFINITY);
+  EXPECT_NEAR(logAddExp(1000, 1000), 1000 + std::log(2.0), 1e-9);
+  EXPECT_NEAR(logAddExp(std::log(3.0), std::log(5.0)), std::log(8.0), 1e-12);
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
