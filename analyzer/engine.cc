@@ -105,6 +105,7 @@ struct Engine::Impl {
       // Host-side loss explains its flows' losses away from the links they
       // crossed (explain.h); it is not an incident.
       if (h.key.kind == Key::kHostSide) continue;
+      trackAccessFlows(h.key, now);
       const auto paged = incidents.pagedLoss(h.key, now);
       Finding f = lossFinding(h);
       if (paged) {
@@ -118,6 +119,15 @@ struct Engine::Impl {
     counterFindings(now);
     miscablingFindings(now);
     incidents.endPass(now);
+  }
+
+  // An access link hypothesis is weighed, from the next pass on, on its
+  // host port's flows one by one too (FlowLoss).
+  void trackAccessFlows(const Key& key, double now) {
+    if (key.kind != Key::kLink) return;
+    const topology::Topology& t = evidence.topology();
+    if (t.node(t.dirSrcNode(key.id)).isHost()) evidence.trackFlows(t.dirSrcPort(key.id), now);
+    if (t.node(t.dirDstNode(key.id)).isHost()) evidence.trackFlows(t.dirDstPort(key.id), now);
   }
 
   Finding lossFinding(const Hypothesis& h) const {

@@ -153,6 +153,8 @@ class Explainer {
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
+  double smallestShare(const std::vector<uint32_t>& segs, DirLinkId via) const;
+  double flowLlr(const std::vector<FlowLoss::Flow>& flows, double s) const;
   double jointLlr(DirLinkId d, DirLinkId other) const;
   // The newest buckets of `t` from the one holding `onset` on (1 to the horizon).
   size_t bucketsSince(double onset, const BucketedTallies& t) const {
@@ -1063,6 +1065,35 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
   });
 }
 
+// The smallest ECMP share with which link `via` lies on the segments (1
+// where it is on the known path; 0 when on none).
+double Explainer::smallestShare(const std::vector<uint32_t>& segs, DirLinkId via) const {
+  double s_min = 0;
+  for (uint32_t i : segs) {
+    const LossySegment& seg = segs_[i];
+    const auto ls = ev_.lossy().linksOf(seg);
+    const double sh =
+        std::find(ls.begin(), ls.end(), via) != ls.end() ? 1.0 : unseenShare(seg, via, false);
+    if (sh > 0) s_min = s_min > 0 ? std::min(s_min, sh) : sh;
+  }
+  return s_min;
+}
+
+// The log-likelihood ratio, maximized over the added loss, of "each flow
+// crossed a link of that loss with probability s, and kept its path" (s =
+// 1: every flow, as a cable) on the flows' whole tallies.
+double Explainer::flowLlr(const std::vector<FlowLoss::Flow>& flows, double s) const {
+  const Background& b = ev_.background();
+  return maxOverAddedLoss([&](double x) {
+    double l = 0;
+    for (const FlowLoss::Flow& f : flows) {
+      l += mixtureLog(s, windowLogRatio(f.n1, f.k1, b.one_way, x) +
+                             windowLogRatio(f.n2, f.k2, b.round_trip, x));
+    }
+    return l;
+  });
+}
+
 // Links whose flows are slower than their peers' at z^2 / 2 >= ln 99, after
 // explaining away (any added delay: a host's stack, not a fabric fault).
 const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
@@ -1583,13 +1614,28 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   // they could explain. Each is weighed against the access link on the same flow-windows (a
   // mixture: a window crossed the upstream link with its ECMP share); one
   // within ln 99 nats would alone keep the posterior below 0.99.
+  // Then flow by flow, where the port's flows are tracked (FlowLoss): a
+  // cable or its host loses alike on every flow of the port, a fabric link
+  // only on the flows ECMP hashed through it, whole flows, not windows.
+  // Window by window, a few flows losing one or two probes a window looked
+  // like the cable: an access link paged at 0.992 with a rail's uplink at
+  // 5 % behind it and 47 of its 4,861 probes lost (full sweep draw 4176).
   const std::vector<uint32_t>& mine = link_segs_.at(d);
   const std::vector<DirLinkId> ranked = unseenUpstream(mine, d, false);
   const double own = windowLlr(mine, c.n, std::nullopt);
+  const std::vector<FlowLoss::Flow> flows = ev_.flowLoss().flows(host_port, !into_host);
+  const double own_flows = flows.empty() ? 0 : flowLlr(flows, 1);
   for (size_t i = 0; i < ranked.size() && i < kMaxUpstream; ++i) {
-    const double l = windowLlr(mine, c.n, ranked[i]);
-    if (l >= own - std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i]});
-    h.weigh(c.llr - (own - l));
+    double behind = own - windowLlr(mine, c.n, ranked[i]);
+    // Flows overrule the windows only when they favour the upstream link
+    // by ln 99: a port tracked for a pass or two has too few losses a flow
+    // to tell a cable from anything, and its page would wait for nothing.
+    if (const double s = smallestShare(mine, ranked[i]); !flows.empty() && s > 0) {
+      const double by_flows = own_flows - flowLlr(flows, s);
+      if (by_flows <= -std::log(99.0)) behind = std::min(behind, by_flows);
+    }
+    if (behind <= std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i]});
+    h.weigh(c.llr - behind);
   }
   if (!h.candidates.empty()) {
     if (h.candidates.front().kind == Key::kNode) h.weigh(c.llr);

@@ -73,6 +73,7 @@ void FabricEvidence::addProbe(const ProbeRecord& r) {
   Middle rev_mid = flows_.reverseLinks(r, rev_);
   const NodeId src_node = topo_.port(r.src).node;
   to_node_.add(dst_node, r.t, r.sent, r.lost);
+  flow_loss_.add(r);
   // Segment by segment, as the lossy store has them, so that explaining a
   // segment away takes from this tally exactly what it added.
   for (NodeId end : {src_node, dst_node}) {
@@ -140,6 +141,7 @@ void FabricEvidence::advanceTo(double now) {
   from_port_.advanceTo(now);
   counters_.advanceTo(now);
   lossy_.expire(now - cfg_.horizon_s);
+  flow_loss_.expire(now, cfg_.horizon_s);
   if (links_rt_) links_rt_->advanceTo(now);
   background_ = estimateBackground();
 }

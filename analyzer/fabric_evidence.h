@@ -17,6 +17,7 @@
 #include "analyzer/counters.h"
 #include "analyzer/ecmp_shares.h"
 #include "analyzer/evidence.h"
+#include "analyzer/flow_loss.h"
 #include "analyzer/flow_paths.h"
 #include "analyzer/latency.h"
 #include "telemetry/record.h"
@@ -76,6 +77,10 @@ class FabricEvidence {
   const LossyStore& lossy() const { return lossy_; }
   // Claims: a paged hypothesis owns the segments it explained (engine).
   void claim(uint32_t segment, uint64_t owner);
+  // Per-flow loss of the host ports whose access link is a hypothesis: the
+  // engine asks each pass; a port unasked for a horizon is forgotten.
+  void trackFlows(topology::PortId host_port, double now) { flow_loss_.track(host_port, now); }
+  const FlowLoss& flowLoss() const { return flow_loss_; }
   const PortCounters& counters() const { return counters_; }
   LatencyEvidence& latency() { return latency_; }
   const LatencyEvidence& latency() const { return latency_; }
@@ -151,6 +156,7 @@ class FabricEvidence {
   std::unique_ptr<BucketedTallies> links_rt_;
   PortCounters counters_;
   LossyStore lossy_;
+  FlowLoss flow_loss_;
   LatencyEvidence latency_;
   std::vector<std::string> lldp_neighbor_;  // last LLDP neighbour per port
   std::vector<bool> lldp_mismatch_;

@@ -194,6 +194,66 @@ TEST(Explain, ThePosteriorWeighsEveryRivalNotOnlyTheStrongest) {
   EXPECT_LT(posterior(own, 0, h.alts_llr), 0.99);
 }
 
+// Every host port probes every host port on another leaf, 3 flows each,
+// one-way counts, no path known. Of `port`'s 72 flows (36 its own, 36 the
+// replies of others') 4 lose one probe of 50 every window, each with
+// another peer, and the rest none. Window by window that is a cable's
+// signature (one loss a window, on both of the port's classes of flows);
+// flow by flow it is the few flows ECMP hashed through one of the 8
+// uplinks of its leaf.
+std::vector<telemetry::ProbeRecord> fewFlowsLose(const Fabric& f, PortId port) {
+  std::vector<PortId> peers;
+  for (PortId p : f.hosts) {
+    if (f.leafOf(p) != f.leafOf(port)) peers.push_back(p);
+  }
+  std::vector<telemetry::ProbeRecord> out;
+  for (double t : testing::windows(0, 120)) {
+    for (PortId src : f.hosts) {
+      for (PortId dst : f.hosts) {
+        if (f.leafOf(src) == f.leafOf(dst)) continue;
+        for (uint64_t flow = 0; flow < 3; ++flow) {
+          telemetry::ProbeRecord r;
+          r.t = t, r.src = src, r.dst = dst, r.flow = 40000 + flow, r.sent = 50;
+          const bool out_lossy = src == port && flow < 2 && dst == peers[flow];
+          const bool reply_lossy = dst == port && flow < 2 && src == peers[2 + flow];
+          r.lost_fwd = out_lossy ? 1 : 0;    // on the way out of `port`
+          r.lost_rev = reply_lossy ? 1 : 0;  // the reply, on the way out of `port`
+          r.lost = *r.lost_fwd + *r.lost_rev;
+          out.push_back(r);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Explain, LossOnAFewWholeFlowsOfAPortIsNoPageOnItsCable) {
+  Fabric f(8, 4, 2);
+  const PortId port = f.hosts[0];
+  const DirLinkId cable = f.t.egressOf(port);
+  for (bool tracked : {false, true}) {
+    SCOPED_TRACE(tracked ? "flows tracked" : "windows only");
+    FabricEvidence ev(f.t, {});
+    if (tracked) ev.trackFlows(port, 0);
+    for (const auto& r : fewFlowsLose(f, port)) ev.addProbe(r);
+    ev.advanceTo(120);
+    auto hs = explainLosses(ev, {});
+    auto h = findLink(hs, cable);
+    ASSERT_NE(h, hs.end());
+    if (!tracked) {
+      EXPECT_TRUE(h->candidates.empty());  // what windows alone conclude
+      continue;
+    }
+    // An uplink of its leaf explains the flows better: a group, no page.
+    EXPECT_FALSE(h->candidates.empty());
+    EXPECT_LT(h->confidence, 0.5);
+    for (const Key& k : h->candidates) {
+      ASSERT_EQ(k.kind, Key::kLink);
+      EXPECT_EQ(f.t.dirSrcNode(k.id), f.leafOf(port)) << f.t.dirLinkName(k.id);
+    }
+  }
+}
+
 TEST(Explain, WithoutPathsAFabricFaultMakesAccessLinksAGroupNotAPage) {
   Fabric f(2, 4, 2);
   Mesh mesh(f);
