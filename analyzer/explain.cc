@@ -153,6 +153,7 @@ class Explainer {
   void jointUpstream(std::vector<Hypothesis>& accepted);
   double windowLlr(const std::vector<uint32_t>& segs, double n_all,
                    std::optional<DirLinkId> via) const;
+  double shareOn(const LossySegment& seg, DirLinkId via) const;
   double smallestShare(const std::vector<uint32_t>& segs, DirLinkId via) const;
   double flowLlr(const std::vector<FlowLoss::Flow>& flows, double s) const;
   double jointLlr(DirLinkId d, DirLinkId other) const;
@@ -1042,11 +1043,7 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
     const LossySegment& seg = segs_[i];
     const double part = unexplained0_[i];
     if (part <= 0) continue;
-    double sh = 1;
-    if (via) {
-      auto ls = ev_.lossy().linksOf(seg);
-      sh = std::find(ls.begin(), ls.end(), *via) != ls.end() ? 1.0 : unseenShare(seg, *via, false);
-    }
+    const double sh = via ? shareOn(seg, *via) : 1;
     if (sh > 0) s_min = std::min(s_min, sh);
     ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg), sh});
     n_lossy += part * seg.n;
@@ -1065,15 +1062,19 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
   });
 }
 
-// The smallest ECMP share with which link `via` lies on the segments (1
-// where it is on the known path; 0 when on none).
+// The ECMP share with which link `via` lies on a segment: 1 on its known
+// path, else its share of an unseen stretch (0 when on none).
+double Explainer::shareOn(const LossySegment& seg, DirLinkId via) const {
+  const auto ls = ev_.lossy().linksOf(seg);
+  return std::find(ls.begin(), ls.end(), via) != ls.end() ? 1.0 : unseenShare(seg, via, false);
+}
+
+// The smallest share with which link `via` lies on the segments (0 when on
+// none), as windowLlr weighs their clean windows.
 double Explainer::smallestShare(const std::vector<uint32_t>& segs, DirLinkId via) const {
   double s_min = 0;
   for (uint32_t i : segs) {
-    const LossySegment& seg = segs_[i];
-    const auto ls = ev_.lossy().linksOf(seg);
-    const double sh =
-        std::find(ls.begin(), ls.end(), via) != ls.end() ? 1.0 : unseenShare(seg, via, false);
+    const double sh = shareOn(segs_[i], via);
     if (sh > 0) s_min = s_min > 0 ? std::min(s_min, sh) : sh;
   }
   return s_min;
@@ -1630,7 +1631,7 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
     // Flows overrule the windows only when they favour the upstream link
     // by ln 99: a port tracked for a pass or two has too few losses a flow
     // to tell a cable from anything, and its page would wait for nothing.
-    if (const double s = smallestShare(mine, ranked[i]); !flows.empty() && s > 0) {
+    if (const double s = flows.empty() ? 0 : smallestShare(mine, ranked[i]); s > 0) {
       const double by_flows = own_flows - flowLlr(flows, s);
       if (by_flows <= -std::log(99.0)) behind = std::min(behind, by_flows);
     }
