@@ -110,6 +110,12 @@ struct Engine::Impl {
       Finding f = lossFinding(h);
       if (paged) {
         f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since, h.background);
+      } else if (const auto opened = incidents.pendingSince(h.key);
+                 opened && f.strength != Finding::Strength::kWeak && f.candidates.empty()) {
+        // The buckets after the one it opened in: loss that stopped there
+        // (a start-up burst) is over, however strong the horizon holds it.
+        f.ended = recentlyBelow(evidence, h.key, recoveryFloor(f.loss_ratio.value_or(0), f.loss_interval),
+                                *opened + cfg.bucket_s, h.background);
       }
       if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));

@@ -27,15 +27,15 @@ void IncidentTracker::notify(const Incident& i) {
   for (auto& f : listeners_) f(i);
 }
 
+// Not the point estimate, which the act of paging biases upwards; the lower
+// end of its 90 % interval, or half the estimate where there is none.
+double recoveryFloor(double loss_ratio, const std::optional<std::pair<double, double>>& interval) {
+  return interval ? interval->first : 0.5 * loss_ratio;
+}
+
 namespace {
 
-// What recovery must reject: not the point estimate it paged at, which the
-// act of paging biases upwards (it pages when the estimate runs high), so
-// a fault still on at its true rate would reject it; the lower end of its
-// 90 % interval, or half the estimate where there is none.
-double pagedFloor(const Incident& i) {
-  return i.loss_interval ? i.loss_interval->first : 0.5 * i.loss_ratio;
-}
+double pagedFloor(const Incident& i) { return recoveryFloor(i.loss_ratio, i.loss_interval); }
 
 }  // namespace
 
@@ -79,7 +79,8 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   // passes, as before, added a pass to every page and no check (the CI
   // sweep: 129 of 287 faults a pass sooner, the same pages).
   t.clear_passes = f.candidates.empty() ? t.clear_passes + 1 : 0;
-  const bool localize = !weak && (f.strength == S::kCertain || t.clear_passes >= 2);
+  const bool localize =
+      !weak && !f.ended && (f.strength == S::kCertain || t.clear_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
     t.paged_loss = pagedFloor(inc);
@@ -97,6 +98,14 @@ std::optional<IncidentTracker::Paged> IncidentTracker::pagedLoss(const Key& key,
     return std::nullopt;
   }
   return Paged{t.paged_loss, t.incident.opened_at};
+}
+
+std::optional<double> IncidentTracker::pendingSince(const Key& key) const {
+  auto it = tracked_.find(key);
+  if (it == tracked_.end() || !it->second.open || it->second.incident.localized_at) {
+    return std::nullopt;
+  }
+  return it->second.incident.opened_at;
 }
 
 void IncidentTracker::endPass(double now) {

@@ -32,10 +32,21 @@ struct Finding {
   // The recent evidence rejects the rate the incident paged at: what the
   // horizon still sees is the past, so the resolve clock runs.
   bool recovering = false;
+  // The evidence since its incident opened already rejects the rate it
+  // would page at: the loss has stopped (a burst at start-up, a blip), and
+  // loss that is over names no link to drain. It does not page; the
+  // incident stays open and resolves as any other.
+  bool ended = false;
   // How it pages: after two strong passes in a row (statistical evidence),
   // at once (counters and LLDP say so for certain), or not this pass.
   enum class Strength : uint8_t { kWeak, kStrong, kCertain } strength = Strength::kWeak;
 };
+
+// The low end of the rate a finding states: what the evidence after it
+// must reject before the fault counts as gone (the estimate runs high when
+// a finding is strong enough to page: a fault still on at its true rate
+// must not reject it).
+double recoveryFloor(double loss_ratio, const std::optional<std::pair<double, double>>& interval);
 
 class IncidentTracker {
  public:
@@ -70,6 +81,8 @@ class IncidentTracker {
     double since;  // when the fault was on (the incident opened)
   };
   std::optional<Paged> pagedLoss(const Key& key, double now) const;
+  // When the incident of `key` opened, while it is open and has not paged.
+  std::optional<double> pendingSince(const Key& key) const;
   // Resolves incidents not observed for resolve_after_s. An open incident
   // that never paged and has no finding this pass states at most
   // faded_confidence from then on: what it claimed when last seen is not

@@ -751,6 +751,43 @@ TEST(EngineRules, IncidentLocalizesThenResolvesWithoutFlapping) {
   EXPECT_TRUE(was_resolved);
 }
 
+// Loss in the first window only (a burst while the fabric converged as the
+// agents started) is held by the horizon for minutes at a rate that would
+// page; but every window after it rejects that rate, so it names no link to
+// drain: it may open an incident, which never pages and resolves.
+TEST(EngineRules, ABurstThatIsOverBeforeItWouldPageNeverPages) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("leaf2:swp3->spine1:swp2");
+  s.at = [&](double t, Mesh& m) {
+    if (t <= 5) {
+      m.loss[bad] = 0.05;
+    } else {
+      m.loss.clear();
+    }
+  };
+  std::vector<Record> recs = s.build(300);
+  Engine engine(f.t);
+  feed(engine, recs);
+  Report r = engine.report();
+  EXPECT_THAT(localized(r), ::testing::IsEmpty()) << describe(f.t, r);
+  for (const Incident& i : r.incidents) EXPECT_TRUE(i.resolved_at) << describe(f.t, r);
+  // The same loss for a minute is a fault, and pages.
+  s.at = [&](double t, Mesh& m) {
+    if (t <= 60) {
+      m.loss[bad] = 0.05;
+    } else {
+      m.loss.clear();
+    }
+  };
+  s.state.clear();
+  Engine lasting(f.t);
+  feed(lasting, s.build(300));
+  Report l = lasting.report();
+  ASSERT_EQ(localized(l).size(), 1u) << describe(f.t, l);
+  EXPECT_EQ(localized(l)[0].link, bad);
+}
+
 // A restarted analyzer keeps its open incidents under their ids: the fault
 // still present is found again by the same incident, and one that ended
 // while the analyzer was down resolves a full resolve_after after the first

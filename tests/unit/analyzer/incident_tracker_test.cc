@@ -85,5 +85,34 @@ TEST(IncidentTracker, APassInAGroupHoldsThePageForTwoMoreAlone) {
   tracker.endPass(t);
 }
 
+// A finding whose loss has ended (the evidence since its incident opened
+// rejects its rate) does not page, however strong; the incident stays open,
+// unpaged, and resolves in its time. Only unpaged incidents are asked.
+TEST(IncidentTracker, LossThatHasEndedDoesNotPage) {
+  IncidentTracker tracker(60, 180, 30, 1e-5);
+  const Key key{Key::kLink, 1};
+  Finding ended = strong(0.9999);
+  ended.ended = true;
+  tracker.beginPass();
+  EXPECT_FALSE(tracker.observe(key, strong(0.9999), 5));
+  tracker.endPass(5);
+  EXPECT_EQ(tracker.pendingSince(key), 5.0);
+  for (double t : {10.0, 15.0}) {
+    tracker.beginPass();
+    EXPECT_FALSE(tracker.observe(key, ended, t));
+    tracker.endPass(t);
+  }
+  ASSERT_EQ(tracker.all().size(), 1u);
+  EXPECT_FALSE(tracker.all()[0].localized_at);
+  tracker.beginPass();
+  EXPECT_TRUE(tracker.observe(key, strong(0.9999), 20));  // it is on again
+  tracker.endPass(20);
+  EXPECT_FALSE(tracker.pendingSince(key));
+  tracker.beginPass();
+  tracker.endPass(80);
+  EXPECT_TRUE(tracker.all()[0].resolved_at);
+  EXPECT_FALSE(tracker.pendingSince(key));
+}
+
 }  // namespace
 }  // namespace netdiag::analyzer
