@@ -10,10 +10,19 @@
 // netdiag's engine, at the bar netdiag pays to page (its false-page budget,
 // analyzer::pagingBarNats, plus the ln 2 netdiag's two horizons pay).
 //
+// It knows every fault of the run, not only the one it tests: a probe that
+// also crossed another faulty link (on its known path, while that fault
+// was on) had that link's loss in its null as well, so the link under test
+// is not credited with losses another fault caused. Probes across another
+// link that was down, flapping or blackholing some flows tell nothing of
+// it and are left out.
+//
 // It needs what netdiag cannot have (the truth), so it is a floor on the
 // time to localize, not a method; it never names a link it was not told.
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,12 +71,20 @@ class Oracle : public telemetry::RecordSink {
   struct Bucket {
     double n = 0, k = 0, e0 = 0;  // probes, losses, expected background losses
   };
+  // Per loss of the other faults the probes crossed (0: none).
+  using Classes = std::map<double, Bucket>;
   struct Tracked {
     OracleFault row;
     topology::DirLinkId link;
-    std::vector<Bucket> buckets;  // by pass index ceil(t / pass_s)
+    double others_loss = 0;  // what it adds to the null of the others' tests
+    bool uninformative = false;  // down, flapping or blackholing: no null for others
+    std::vector<Classes> buckets;  // by pass index ceil(t / pass_s)
   };
-  void add(Tracked& f, double t, double n, double k, double p0);
+  void add(Tracked& f, double t, double n, double k, double p0, double others);
+  // The loss the faults other than `f` add on `path` at t; nullopt when one
+  // of them leaves the probes nothing to tell of f.
+  std::optional<double> othersOn(const Tracked& f, const std::vector<topology::DirLinkId>& path,
+                                 double t, double window_s) const;
 
   const topology::Topology& topo_;
   OracleConfig config_;
@@ -78,5 +95,9 @@ class Oracle : public telemetry::RecordSink {
 // The binomial log-likelihood ratio of k losses in n probes against a
 // background ratio p0 (0 when k/n <= p0).
 double binomialLlr(double n, double k, double p0);
+// The same over classes of probes with nulls q_c (background and the other
+// faults they crossed), for one added loss x on the link tested, at the
+// best x: sum_c k_c ln((q_c + x (1 - q_c)) / q_c) + (n_c - k_c) ln(1 - x).
+double addedLossLlr(const std::vector<std::array<double, 3>>& classes);  // {n, k, q}
 
 }  // namespace netdiag::bench
