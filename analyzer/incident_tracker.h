@@ -2,7 +2,8 @@
 
 // The incidents of one analyzer and their single state machine:
 //
-//   (none) --observed--> open --strong twice in a row, or certain--> localized
+//   (none) --observed--> open --strong after a pass alone, loss not ended,
+//                                 or certain--> localized
 //   open/localized --not observed for resolve_after_s--> resolved
 //
 // A pass reports what it found (a Finding per hypothesis); the tracker opens,
@@ -37,7 +38,7 @@ struct Finding {
   // loss that is over names no link to drain. It does not page; the
   // incident stays open and resolves as any other.
   bool ended = false;
-  // How it pages: after two strong passes in a row (statistical evidence),
+  // How it pages: strong in a pass after another alone (statistical evidence),
   // at once (counters and LLDP say so for certain), or not this pass.
   enum class Strength : uint8_t { kWeak, kStrong, kCertain } strength = Strength::kWeak;
 };
