@@ -114,8 +114,9 @@ struct Engine::Impl {
                  opened && f.strength != Finding::Strength::kWeak && f.candidates.empty()) {
         // The buckets after the one it opened in: loss that stopped there
         // (a start-up burst) is over, however strong the horizon holds it.
-        f.ended = recentlyBelow(evidence, h.key, recoveryFloor(f.loss_ratio.value_or(0), f.loss_interval),
-                                *opened + cfg.bucket_s, h.background);
+        f.ended =
+            recentlyBelow(evidence, h.key, recoveryFloor(f.loss_ratio.value_or(0), f.loss_interval),
+                          *opened + cfg.bucket_s, h.background);
       }
       if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));

@@ -79,8 +79,7 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   // passes, as before, added a pass to every page and no check (the CI
   // sweep: 129 of 287 faults a pass sooner, the same pages).
   t.clear_passes = f.candidates.empty() ? t.clear_passes + 1 : 0;
-  const bool localize =
-      !weak && !f.ended && (f.strength == S::kCertain || t.clear_passes >= 2);
+  const bool localize = !weak && !f.ended && (f.strength == S::kCertain || t.clear_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
     t.paged_loss = pagedFloor(inc);

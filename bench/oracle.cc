@@ -61,8 +61,7 @@ Oracle::Oracle(const topology::Topology& topo, const sim::Truth& truth, OracleCo
     t.row.end = f.end;
     t.row.injected = f.kind == "link_down" || f.kind == "link_flap" ? 1.0 : f.loss;
     t.link = *d;
-    t.uninformative =
-        f.kind == "link_down" || f.kind == "link_flap" || f.kind == "link_blackhole";
+    t.uninformative = f.kind == "link_down" || f.kind == "link_flap" || f.kind == "link_blackhole";
     t.others_loss = f.loss;
     faults_.push_back(std::move(t));
   }
@@ -82,8 +81,9 @@ void Oracle::add(Tracked& f, double t, double n, double k, double p0, double oth
   }
 }
 
-std::optional<double> Oracle::othersOn(const Tracked& f, const std::vector<topology::DirLinkId>& path,
-                                       double t, double window_s) const {
+std::optional<double> Oracle::othersOn(const Tracked& f,
+                                       const std::vector<topology::DirLinkId>& path, double t,
+                                       double window_s) const {
   double survive = 1;
   for (const Tracked& o : faults_) {
     if (&o == &f || t <= o.row.onset || (o.row.end && t - window_s >= *o.row.end)) continue;

@@ -76,8 +76,8 @@ class Oracle : public telemetry::RecordSink {
   struct Tracked {
     OracleFault row;
     topology::DirLinkId link;
-    double others_loss = 0;  // what it adds to the null of the others' tests
-    bool uninformative = false;  // down, flapping or blackholing: no null for others
+    double others_loss = 0;        // what it adds to the null of the others' tests
+    bool uninformative = false;    // down, flapping or blackholing: no null for others
     std::vector<Classes> buckets;  // by pass index ceil(t / pass_s)
   };
   void add(Tracked& f, double t, double n, double k, double p0, double others);
