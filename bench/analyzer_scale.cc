@@ -9,11 +9,14 @@
 //
 //   analyzer_scale DURATION_S [--fabric SPEC] [--onset S] [--seed N]
 //                  [--count-first] [--rss-every N] [--clean] [--one-way SHARE]
+//                  [--prefetch AHEAD]
 //
 // --clean injects no fault: every localized incident is a false page, and
 // the run prints the directed link-hours it tested (the false-page rate of
 // docs/benchmarks.md). --one-way sets the share of records with one-way
-// counts (default 1, as netdiag's agents send them).
+// counts (default 1, as netdiag's agents send them). Probe records go to
+// the engine in runs of 256 with a prefetch of the record AHEAD places on
+// (default 4), as the daemon feeds a batch; --prefetch 0 feeds each alone.
 //
 // The engine's time is taken inside a wrapping sink around every call (TSC
 // ticks, calibrated against the wall clock over the run): a pass runs inside
@@ -93,7 +96,17 @@ struct Timed : telemetry::RecordSink {
   std::vector<Sample> samples;
   std::vector<uint64_t> pass_list;
 
-  Timed(analyzer::Engine& e, int every) : engine(e), rss_every(every) {}
+  // Probe records are fed in runs of up to kRun, each with a prefetch of
+  // the one `ahead` places on, as the daemon feeds a batch
+  // (server/live_analyzer.cc); 0 feeds them one by one as they come.
+  static constexpr size_t kRun = 256;
+  size_t ahead;
+  std::vector<telemetry::ProbeRecord> run;
+
+  Timed(analyzer::Engine& e, int every, size_t prefetch_ahead)
+      : engine(e), rss_every(every), ahead(prefetch_ahead) {
+    run.reserve(kRun);
+  }
 
   template <typename F>
   void timed(double rt, F&& f) {
@@ -126,12 +139,28 @@ struct Timed : telemetry::RecordSink {
     }
   }
   void onProbe(const telemetry::ProbeRecord& r) override {
-    timed(r.t, [&] { engine.onProbe(r); });
+    if (ahead == 0) {
+      timed(r.t, [&] { engine.onProbe(r); });
+      return;
+    }
+    run.push_back(r);
+    if (run.size() == kRun) flush();
+  }
+  void flush() {
+    for (size_t i = 0; i < run.size(); ++i) {
+      timed(run[i].t, [&] {
+        if (i + ahead < run.size()) engine.prefetch(run[i + ahead]);
+        engine.onProbe(run[i]);
+      });
+    }
+    run.clear();
   }
   void onPort(const telemetry::PortRecord& r) override {
+    flush();
     timed(r.t, [&] { engine.onPort(r); });
   }
   void onLldp(const telemetry::LldpRecord& r) override {
+    flush();
     timed(r.t, [&] { engine.onLldp(r); });
   }
 };
@@ -146,7 +175,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s DURATION_S [--fabric SPEC] [--onset S] [--seed N] [--count-first] "
-                 "[--rss-every N]\n",
+                 "[--rss-every N] [--clean] [--one-way SHARE] [--prefetch AHEAD]\n",
                  argv[0]);
     return 2;
   }
@@ -157,6 +186,7 @@ int main(int argc, char** argv) {
   bool clean = false;
   double one_way = 1.0;
   int rss_every = 12;  // one sample a minute of log time
+  size_t prefetch_ahead = 4;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--count-first") {
@@ -169,6 +199,8 @@ int main(int argc, char** argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (i + 1 < argc && a == "--rss-every") {
       rss_every = std::atoi(argv[++i]);
+    } else if (i + 1 < argc && a == "--prefetch") {
+      prefetch_ahead = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--clean") {
       clean = true;
     } else if (i + 1 < argc && a == "--one-way") {
@@ -247,9 +279,10 @@ int main(int argc, char** argv) {
   });
   auto t3 = Clock::now();
   const double rss_engine_built = currentRssMiB();
-  Timed timed(engine, rss_every);
+  Timed timed(engine, rss_every, prefetch_ahead);
   const uint64_t tsc0 = __rdtsc();
   simulator->run(timed);
+  timed.flush();
   const uint64_t tsc1 = __rdtsc();
   auto t4 = Clock::now();
   const double run_s = secs(t3, t4);
@@ -343,6 +376,7 @@ int main(int argc, char** argv) {
       {"onset", clean ? NAN : onset},
       {"clean", clean},
       {"one_way", one_way},
+      {"prefetch_ahead", prefetch_ahead},
       // Tested from the first pass on: every directed link, every pass.
       {"directed_link_hours", static_cast<double>(topo->dirLinkCount()) * sc.duration_s / 3600.0},
       {"paging_bar_nats", analyzer::pagingBarNats(analyzer::EngineConfig{})}};
