@@ -130,6 +130,8 @@ class Explainer {
   Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted,
                    const std::function<bool(size_t)>& counts) const;
   void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
+  std::vector<DirLinkId> ecmpSiblings(DirLinkId d) const;
+  void siblingAlternative(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   void somePathsDead(Hypothesis& h);
   void deadOnUnseenStretch(Hypothesis& h);
   std::vector<DirLinkId> carriersOf(const std::vector<uint32_t>& dead, bool certain,
@@ -881,6 +883,7 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     }
     if (h.key.kind == Key::kLink) {
       accessAmbiguity(h);
+      siblingAlternative(h, accepted);
       sharedPathAlternatives(h, accepted);
       unseenStretchAlternatives(h, accepted);
       deadOnUnseenStretch(h);
@@ -909,6 +912,59 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     estimateLoss(h, own[j], residual);
     h.background = residual;
   }
+}
+
+// The links an ECMP hash could have sent the flows of fabric link d over
+// instead: going up (away from the hosts), the other links out of its
+// switch to a switch as far up; going down, the other links into its far
+// switch from one as far up (none for an access link).
+std::vector<DirLinkId> Explainer::ecmpSiblings(DirLinkId d) const {
+  std::vector<DirLinkId> out;
+  const NodeId a = topo_.dirSrcNode(d), b = topo_.dirDstNode(d);
+  const uint32_t ha = ev_.hopsFromHosts(a), hb = ev_.hopsFromHosts(b);
+  if (ha == 0 || hb == 0 || ha == kNone || hb == kNone || ha == hb) return out;
+  if (hb > ha) {
+    for (DirLinkId s : topo_.outLinks(a)) {
+      if (s != d && ev_.hopsFromHosts(topo_.dirDstNode(s)) == hb) out.push_back(s);
+    }
+  } else {
+    for (DirLinkId s : topo_.outLinks(b)) {
+      const DirLinkId in = Topology::reverse(s);
+      if (in != d && ev_.hopsFromHosts(topo_.dirSrcNode(in)) == ha) out.push_back(in);
+    }
+  }
+  return out;
+}
+
+// The hash that splits a switch's flows among equal links is blind to
+// loss: the flows of a fabric link's ECMP siblings are a control group for
+// its own. A cause that its flows share with theirs (a sick switch at
+// either end, losses on a stretch no path shows, a background the
+// estimate put too low) raises both rates alike; a fault of the link
+// raises its own alone. So "a cause they share" is a rival, weighed at the
+// link's LLR less the two-sample test of its rate above its siblings'
+// (after explaining away, as its own; siblings accepted as faults of
+// their own are not the control). Two uplinks of one leaf losing alike
+// are its leaf's doing, not either link's (e2e: the healthy fabric's
+// start-up burst on both uplinks of one leaf).
+void Explainer::siblingAlternative(Hypothesis& h, const std::vector<Hypothesis>& accepted) {
+  double n = 0, k = 0;
+  for (DirLinkId s : ecmpSiblings(h.key.id)) {
+    const bool own_fault = std::any_of(accepted.begin(), accepted.end(), [&](const Hypothesis& o) {
+      return o.key.kind == Key::kLink && o.key.id == s;
+    });
+    if (own_fault) continue;
+    if (auto it = link_c_.find(s); it != link_c_.end()) {
+      n += it->second.n, k += it->second.k;
+    } else {
+      const Tally t = ev_.links().total(s);
+      n += t.n, k += t.k;
+    }
+  }
+  if (n <= 0) return;
+  const double shared = h.evidence.llr - twoSampleLlr(h.evidence.n, h.evidence.k, n, k);
+  if (shared > h.alt_llr) h.alt_name = "a cause its ECMP siblings' flows share";
+  h.weigh(shared);
 }
 
 // Parsimony across access links: a fabric link that flows of several hosts

@@ -41,8 +41,23 @@ FabricEvidence::FabricEvidence(const Topology& t, const EvidenceConfig& c)
       counters_(t.portCount(), buckets_, c.bucket_s),
       latency_(t.dirLinkCount(), buckets_, c.bucket_s),
       lldp_neighbor_(t.portCount()),
-      lldp_mismatch_(t.portCount(), false) {
+      lldp_mismatch_(t.portCount(), false),
+      hops_from_hosts_(t.nodeCount(), kNone) {
   if (c.expected_flows > 0) flows_.reserve(c.expected_flows);
+  std::vector<NodeId> frontier;
+  for (NodeId n = 0; n < t.nodeCount(); ++n) {
+    if (t.node(n).isHost()) hops_from_hosts_[n] = 0, frontier.push_back(n);
+  }
+  for (uint32_t hops = 1; !frontier.empty(); ++hops) {
+    std::vector<NodeId> next;
+    for (NodeId n : frontier) {
+      for (DirLinkId d : t.outLinks(n)) {
+        const NodeId m = t.dirDstNode(d);
+        if (hops_from_hosts_[m] == kNone) hops_from_hosts_[m] = hops, next.push_back(m);
+      }
+    }
+    frontier.swap(next);
+  }
 }
 
 void FabricEvidence::addSegment(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,

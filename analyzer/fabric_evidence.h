@@ -60,6 +60,9 @@ class FabricEvidence {
   void advanceTo(double now);
 
   const topology::Topology& topology() const { return topo_; }
+  // Links from the nearest host (hosts 0, their switches 1, ...): which way
+  // a link goes, up the fabric or down (topology::kNone: no host reaches it).
+  uint32_t hopsFromHosts(topology::NodeId n) const { return hops_from_hosts_[n]; }
   size_t buckets() const { return buckets_; }
   double bucketWidth() const { return cfg_.bucket_s; }
   double horizon() const { return cfg_.horizon_s; }
@@ -160,6 +163,7 @@ class FabricEvidence {
   LatencyEvidence latency_;
   std::vector<std::string> lldp_neighbor_;  // last LLDP neighbour per port
   std::vector<bool> lldp_mismatch_;
+  std::vector<uint32_t> hops_from_hosts_;
   Background background_;
   // Scratch buffers reused per record.
   std::vector<topology::DirLinkId> fwd_, rev_, both_;

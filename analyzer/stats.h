@@ -21,6 +21,22 @@ inline double binomialLlr(double n, double k, double q0) {
   return llr;
 }
 
+// The log-likelihood ratio of "the first n1 probes lose at a higher rate
+// than the other n2" against one rate for all (0 when they lose no more).
+inline double twoSampleLlr(double n1, double k1, double n2, double k2) {
+  if (n1 <= 0 || n2 <= 0) return 0;
+  k1 = std::clamp(k1, 0.0, n1), k2 = std::clamp(k2, 0.0, n2);
+  if (k1 * n2 <= k2 * n1) return 0;
+  auto ll = [](double n, double k, double p) {  // with 0 ln 0 = 0
+    double l = 0;
+    if (k > 0) l += k * std::log(p);
+    if (n > k) l += (n - k) * std::log1p(-p);
+    return l;
+  };
+  const double p = (k1 + k2) / (n1 + n2);
+  return std::max(0.0, ll(n1, k1, k1 / n1) + ll(n2, k2, k2 / n2) - ll(n1, k1, p) - ll(n2, k2, p));
+}
+
 // The log-likelihood ratio of x added loss against none, for probes of two
 // kinds with backgrounds q1 and q2 (below).
 inline double twoClassLlrAt(double x, double n1, double k1, double q1, double n2, double k2,
