@@ -980,19 +980,24 @@ std::vector<DirLinkId> Explainer::ecmpSiblings(DirLinkId d) const {
 // estimate put too low) raises both rates alike; a fault of the link
 // raises its own alone. So "a cause they share" is a rival, weighed at the
 // link's LLR less the two-sample test of its rate above its siblings'
-// (after explaining away, as its own; siblings accepted as faults of
-// their own are not the control). Two uplinks of one leaf losing alike
-// are its leaf's doing, not either link's (e2e: the healthy fabric's
-// start-up burst on both uplinks of one leaf).
+// (after explaining away, as its own). A sibling accepted as a fault of
+// its own is no control when its rate is another (apart by ln 99 either
+// way: a 5 % downlink beside a 0.5 % one into the same leaf, CI sweep
+// draw 0); one that loses alike stays in it: uplinks of one leaf that all
+// lose alike are one cause, the leaf, before they are as many faults.
 void Explainer::siblingAlternative(Hypothesis& h, const std::vector<Hypothesis>& accepted) {
+  const Candidate& own = h.evidence;
   double n = 0, k = 0;
   for (DirLinkId s : ecmpSiblings(h.key.id)) {
-    const bool own_fault = std::any_of(accepted.begin(), accepted.end(), [&](const Hypothesis& o) {
-      return o.key.kind == Key::kLink && o.key.id == s;
-    });
-    if (own_fault) continue;
     if (auto it = link_c_.find(s); it != link_c_.end()) {
-      n += it->second.n, k += it->second.k;
+      const Candidate& c = it->second;
+      const bool fault = std::any_of(accepted.begin(), accepted.end(), [&](const Hypothesis& o) {
+        return o.key == Key{Key::kLink, s};
+      });
+      const double apart =
+          twoSampleLlr(own.n, own.k, c.n, c.k) + twoSampleLlr(c.n, c.k, own.n, own.k);
+      if (fault && apart >= std::log(99.0)) continue;
+      n += c.n, k += c.k;
     } else {
       const Tally t = ev_.links().total(s);
       n += t.n, k += t.k;

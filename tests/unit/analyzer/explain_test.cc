@@ -94,6 +94,40 @@ TEST(Explain, ABusyHostIsExplainedByTheHostNotItsLinks) {
   }
 }
 
+// Both uplinks of a leaf losing alike are the leaf's doing (a sick switch,
+// a burst while it reconverged): each one's ECMP sibling loses as much, so
+// neither states the confidence to page. One uplink alone at that rate
+// does: its sibling is its control.
+TEST(Explain, TwoUplinksOfOneLeafLosingAlikeAreTheLeafsNotEithers) {
+  Fabric f(2, 4, 2);
+  std::vector<DirLinkId> ups;
+  for (DirLinkId d : f.t.outLinks(f.leaves[1])) {
+    if (!f.t.node(f.t.dirDstNode(d)).isHost()) ups.push_back(d);
+  }
+  ASSERT_EQ(ups.size(), 2u);
+  for (size_t lossy : {size_t{1}, size_t{2}}) {
+    Mesh mesh(f);
+    mesh.one_way = true;
+    mesh.sent = 200;
+    for (size_t i = 0; i < lossy; ++i) mesh.loss[ups[i]] = 0.02;
+    FabricEvidence ev(f.t, {});
+    fill(ev, mesh, 120);
+    double paging = 0;
+    for (const Hypothesis& h : explainLosses(ev, {})) {
+      for (DirLinkId d : ups) {
+        if (h.key == Key{Key::kLink, d} && h.candidates.empty()) {
+          paging = std::max(paging, h.confidence);
+        }
+      }
+    }
+    if (lossy == 1) {
+      EXPECT_GE(paging, 0.99) << "one uplink";
+    } else {
+      EXPECT_LT(paging, 0.99) << "both uplinks";
+    }
+  }
+}
+
 // A cable loses alike on every flow that crosses it, whichever end probed.
 // A host whose stack loses only the replies to its own probes (a slow
 // prober) or only its replies to others (a slow responder) makes one
