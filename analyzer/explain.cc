@@ -69,11 +69,10 @@ struct RoundTrips {
 
 class Explainer {
  public:
-  Explainer(const FabricEvidence& ev, const ExplainConfig& cfg, const Background& bg)
+  Explainer(const FabricEvidence& ev, const ExplainConfig& cfg)
       : ev_(ev),
         topo_(ev.topology()),
         cfg_(cfg),
-        bg_(bg),
         segs_(ev.lossy().segments()),
         open_llr_(openLlr(topo_)),
         log_m_(logHypotheses(topo_)),
@@ -85,9 +84,6 @@ class Explainer {
         unexplained_(segs_.size(), 1.0) {}
 
   std::vector<Hypothesis> run();
-  // The background the accepted hypotheses leave, at the evidence's upper
-  // bound: the losses none explains over the probes none certainly carried.
-  Background cleanBackground(const std::vector<Hypothesis>& accepted) const;
 
  private:
   double llrOf(double n, double k, double n_rt, double k_rt, double* added,
@@ -97,8 +93,6 @@ class Explainer {
   Candidate testedShared(size_t j, const std::vector<Hypothesis>& accepted) const;
   double rateAbove(const Candidate& c, const Background& b) const;
   Background residualBackground(const std::vector<Hypothesis>& accepted) const;
-  // The losses no accepted hypothesis explains, round trips and one way.
-  std::pair<double, double> unexplainedLosses(const std::vector<Hypothesis>& accepted) const;
   void estimateLoss(Hypothesis& h, const Candidate& c, const Background& b) const;
   void score(Candidate& c) const;
   const Candidate& fresh(Candidate& c) const {
@@ -111,7 +105,7 @@ class Explainer {
   void collectCandidates();
   void discount(uint32_t i, double w);
   double segmentBackground(const LossySegment& s) const {
-    return s.round_trip ? bg_.round_trip : bg_.one_way;
+    return s.round_trip ? ev_.background().round_trip : ev_.background().one_way;
   }
   double crossedPosterior(const LossySegment& seg, double s, std::optional<double> x) const;
   double unseenShare(const LossySegment& seg, DirLinkId d, bool doubt_cache) const;
@@ -179,7 +173,6 @@ class Explainer {
   const FabricEvidence& ev_;
   const Topology& topo_;
   ExplainConfig cfg_;
-  const Background bg_;  // every test's null (explainLosses)
   const std::deque<LossySegment>& segs_;
   const double open_llr_, log_m_;
   const size_t short_buckets_;
@@ -228,8 +221,9 @@ void Explainer::score(Candidate& c) const {
   // on every one of the windows that fit in the long one (a scan
   // statistic), so each short window gets that share of its half.
   double x_long = 0, x_short = 0;
-  const double l_long = llrOf(c.n, c.k, n_rt, k_rt, &x_long, bg_);
-  const double l_short = llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short, bg_) - log_short_windows_;
+  const double l_long = llrOf(c.n, c.k, n_rt, k_rt, &x_long, ev_.background());
+  const double l_short =
+      llrOf(c.ns, c.ks, ns_rt, ks_rt, &x_short, ev_.background()) - log_short_windows_;
   c.llr = std::max(l_long, l_short) - std::log(2.0);
   const bool short_wins = l_short > l_long;
   c.q0 = short_wins ? ev_.nullRate(c.ns, ns_rt) : ev_.nullRate(c.n, n_rt);
@@ -341,7 +335,7 @@ Candidate Explainer::testedShared(size_t j, const std::vector<Hypothesis>& accep
   if (accepted.size() <= 1 || accepted.size() > kMaxBackwardChecks) return accepted[j].evidence;
   const Key& key = accepted[j].key;
   Candidate c = pool0(key.kind).at(key.id);
-  const Background& b = bg_;
+  const Background& b = ev_.background();
   struct Shared {
     uint32_t seg;
     double avail;
@@ -392,21 +386,15 @@ Candidate Explainer::testedShared(size_t j, const std::vector<Hypothesis>& accep
 // fault that many ports' flows cross raises it, which errs toward not
 // paging, but a rate stated above it would be short by what the faults
 // themselves added to it.
-std::pair<double, double> Explainer::unexplainedLosses(
-    const std::vector<Hypothesis>& accepted) const {
-  double k_round_trip = 0, k_one_way = 0;
+Background Explainer::residualBackground(const std::vector<Hypothesis>& accepted) const {
+  const Background& tested = ev_.background();
+  if (accepted.empty() || accepted.size() > kMaxBackwardChecks) return tested;
+  double k_one_way = 0, k_round_trip = 0;
   for (uint32_t i = 0; i < segs_.size(); ++i) {
     if (unexplained0_[i] <= 0) continue;
     const double left = unexplained0_[i] * leftBy(i, accepted, [](size_t) { return true; });
     (segs_[i].round_trip ? k_round_trip : k_one_way) += left * segs_[i].k;
   }
-  return {k_round_trip, k_one_way};
-}
-
-Background Explainer::residualBackground(const std::vector<Hypothesis>& accepted) const {
-  const Background& tested = bg_;
-  if (accepted.empty() || accepted.size() > kMaxBackwardChecks) return tested;
-  const auto [k_round_trip, k_one_way] = unexplainedLosses(accepted);
   const FabricEvidence::OwnFlows all = ev_.allFlows();
   const double n_one_way = all.out.n + all.back.n, n_round_trip = all.all.n - all.out.n;
   auto rate = [](double k, double n, double at_most) {
@@ -414,31 +402,6 @@ Background Explainer::residualBackground(const std::vector<Hypothesis>& accepted
   };
   return {rate(k_round_trip, n_round_trip, tested.round_trip),
           rate(k_one_way, n_one_way, tested.one_way)};
-}
-
-// Only the probes no accepted hypothesis certainly carried count (their
-// losses are gone, background ones too); overlaps are taken out twice,
-// which errs high. The bound is the evidence's, (k + 2 sqrt(k) + 2) / n.
-Background Explainer::cleanBackground(const std::vector<Hypothesis>& accepted) const {
-  if (accepted.empty() || accepted.size() > kMaxBackwardChecks) return bg_;
-  // The round trip's, as the evidence's own (estimateBackground), is over
-  // every probe: a one-way loss is a round trip's loss as well.
-  const auto [k_round_trip_only, k_one_way] = unexplainedLosses(accepted);
-  const double k_round_trip = k_round_trip_only + k_one_way;
-  const FabricEvidence::OwnFlows all = ev_.allFlows();
-  double n_one_way = all.out.n + all.back.n, n_round_trip = all.all.n;
-  for (const Hypothesis& h : accepted) {
-    const auto& pool = pool0(h.key.kind);
-    const auto it = pool.find(h.key.id);
-    if (it == pool.end()) continue;
-    n_round_trip -= it->second.n;
-    n_one_way -= it->second.n - it->second.n_rt;
-  }
-  auto upper = [](double k, double n, double at_most) {
-    return n > 0 ? std::clamp((k + 2 * std::sqrt(k) + 2) / n, 1e-7, at_most) : at_most;
-  };
-  const double round_trip = upper(k_round_trip, n_round_trip, bg_.round_trip);
-  return {round_trip, std::min(round_trip, upper(k_one_way, n_one_way, bg_.one_way))};
 }
 
 // The rate the incident states is the fault's since it began, not the
@@ -1149,7 +1112,7 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
   const double n_clean = std::max(0.0, n_all - n_lossy);
   const double n_window = ws.empty() ? 1 : std::max(1.0, n_lossy / static_cast<double>(ws.size()));
   const double clean_windows = n_clean / n_window;
-  const double q_clean = bg_.one_way;
+  const double q_clean = ev_.background().one_way;
   return maxOverAddedLoss([&](double x) {
     double l = 0;
     for (const W& w : ws) l += mixtureLog(w.s, windowLogRatio(w.n, w.k, w.q, x));
@@ -1182,7 +1145,7 @@ double Explainer::smallestShare(const std::vector<uint32_t>& segs, DirLinkId via
 // crossed a link of that loss with probability s, and kept its path" (s =
 // 1: every flow, as a cable) on the flows' whole tallies.
 double Explainer::flowLlr(const std::vector<FlowLoss::Flow>& flows, double s) const {
-  const Background& b = bg_;
+  const Background& b = ev_.background();
   return maxOverAddedLoss([&](double x) {
     double l = 0;
     for (const FlowLoss::Flow& f : flows) {
@@ -1353,7 +1316,7 @@ double Explainer::jointLlr(DirLinkId d, DirLinkId other) const {
   };
   fill(sets[0], d, true);
   fill(sets[1], other, false);
-  const double q_clean = bg_.one_way;
+  const double q_clean = ev_.background().one_way;
   return maxOverAddedLoss([&](double x) {
     double l = 0;
     for (const Set& set : sets) {
@@ -1393,7 +1356,7 @@ double Explainer::llrWithout(DirLinkId u, DirLinkId d) const {
   if (ws.empty()) return 0;
   const double n_clean =
       std::max(0.0, ev_.links().recent(u, bucketsSince(onset, ev_.links())).n - n_lossy);
-  const double q_clean = bg_.one_way;
+  const double q_clean = ev_.background().one_way;
   return maxOverAddedLoss([&](double x) {
     double l = windowLogRatio(n_clean, 0, q_clean, x);
     for (const W& w : ws) l += windowLogRatio(w.n, w.k, w.q, x);
@@ -1542,7 +1505,7 @@ void Explainer::somePathsDead(Hypothesis& h) {
   const NodeId host = h.key.id;
   const auto list = node_segs_.find(host);
   if (list == node_segs_.end()) return;
-  const double q = std::clamp(bg_.round_trip, 1e-9, 0.5);
+  const double q = std::clamp(ev_.background().round_trip, 1e-9, 0.5);
   double lossy_n = 0, lossy_k = 0, windows = 0, dead = 0, onset = INFINITY;
   std::vector<uint32_t> used;
   for (uint32_t i : list->second) {
@@ -1778,30 +1741,8 @@ double logHypotheses(const Topology& topo) {
 
 double openLlr(const Topology& topo) { return std::max(kOpenLlr, logHypotheses(topo)); }
 
-// The evidence's background is a trimmed mean over ports, and a fault
-// that many ports' flows cross raises it, and with it every test's null:
-// eight faults on a sparse plan raised it 40-fold over what they left
-// unexplained (full sweep draw 150), and the weaker faults never reached
-// the bar. So when the accepted hypotheses leave under half of it, at the
-// same upper bound, the search runs again against that (twice at most).
-// Only where the records say which way each loss went (one-way counts on
-// all but 1 % of the probes): that null holds only if the explanation
-// left no fault's losses behind, and a round trip's loss on a reply path
-// no record shows is left on the links of its way out (CI sweep draws 61
-// and 270: uplinks paged at 0.99999 for their replies' downlink).
 std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg) {
-  constexpr int kBackgroundRounds = 2;
-  Background b = ev.background();
-  const FabricEvidence::OwnFlows all = ev.allFlows();
-  const bool directed = all.all.n > 0 && all.all.n - all.out.n <= 0.01 * all.all.n;
-  for (int round = 0;; ++round) {
-    Explainer explainer(ev, cfg, b);
-    std::vector<Hypothesis> accepted = explainer.run();
-    if (round == kBackgroundRounds || !directed) return accepted;
-    const Background clean = explainer.cleanBackground(accepted);
-    if (2 * clean.round_trip > b.round_trip && 2 * clean.one_way > b.one_way) return accepted;
-    b = clean;
-  }
+  return Explainer(ev, cfg).run();
 }
 
 bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since,
