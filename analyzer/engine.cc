@@ -110,8 +110,7 @@ struct Engine::Impl {
       Finding f = lossFinding(h);
       if (paged) {
         f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since, h.background);
-      } else if (const auto opened = incidents.pendingSince(h.key);
-                 opened && f.strength != Finding::Strength::kWeak && f.candidates.empty()) {
+      } else if (const auto opened = incidents.pendingSince(h.key); opened && f.mayPage()) {
         // The buckets after the one it opened in: loss that stopped there
         // (a start-up burst) is over, however strong the horizon holds it.
         f.ended =

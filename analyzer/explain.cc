@@ -967,7 +967,7 @@ void Explainer::siblingAlternative(Hypothesis& h, const std::vector<Hypothesis>&
     }
   }
   if (n <= 0) return;
-  const double shared = h.evidence.llr - twoSampleLlr(h.evidence.n, h.evidence.k, n, k);
+  const double shared = own.llr - twoSampleLlr(own.n, own.k, n, k);
   if (shared > h.alt_llr) h.alt_name = "a cause its ECMP siblings' flows share";
   h.weigh(shared);
 }

@@ -71,7 +71,6 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   inc.evidence = f.evidence;
   inc.candidates = f.candidates;
   using S = Finding::Strength;
-  const bool weak = f.strength == S::kWeak || !f.candidates.empty();
   // It pages at paging strength in a pass that follows another in which it
   // stood alone too (no candidates), strong or not: the rivals of step 6
   // were weighed on two passes' evidence, so a rival whose records come in
@@ -79,7 +78,8 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   // passes, as before, added a pass to every page and no check (the CI
   // sweep: 129 of 287 faults a pass sooner, the same pages).
   t.clear_passes = f.candidates.empty() ? t.clear_passes + 1 : 0;
-  const bool localize = !weak && !f.ended && (f.strength == S::kCertain || t.clear_passes >= 2);
+  const bool localize =
+      f.mayPage() && !f.ended && (f.strength == S::kCertain || t.clear_passes >= 2);
   if (!inc.localized_at && localize) {
     inc.localized_at = now;
     t.paged_loss = pagedFloor(inc);

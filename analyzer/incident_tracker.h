@@ -41,6 +41,8 @@ struct Finding {
   // How it pages: strong in a pass after another alone (statistical evidence),
   // at once (counters and LLDP say so for certain), or not this pass.
   enum class Strength : uint8_t { kWeak, kStrong, kCertain } strength = Strength::kWeak;
+  // Strong enough, and alone (no ambiguity group), to page.
+  bool mayPage() const { return strength != Strength::kWeak && candidates.empty(); }
 };
 
 // The low end of the rate a finding states: what the evidence after it
