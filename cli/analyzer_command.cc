@@ -52,6 +52,10 @@ struct AnalyzerOptions {
   double agent_idle_timeout_s = server::DaemonOptions{}.agent_idle_timeout_s;
   double max_agent_rate = server::DaemonOptions{}.max_agent_records_per_s;
   size_t grpc_memory_quota_mib = server::GrpcListenOptions{}.memory_quota_bytes >> 20;
+  // --bus: batches (and plan requests) from a NATS JetStream bus as well.
+  std::string bus;
+  server::BusIngestOptions bus_options;
+  int64_t bus_max_mib = 0;
 };
 
 int runAnalyzer(const AnalyzerOptions& o) {
@@ -138,6 +142,15 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.live.dscp = o.dscp;
   d.live.engine = o.engine;
   d.live.db_path = o.db;
+  if (!o.bus.empty()) {
+    d.bus = o.bus_options;
+    d.bus->bus.url = o.bus;
+    d.bus->max_bytes = o.bus_max_mib << 20;
+    if (std::string bad = bus::checkBusOptions(d.bus->bus); !bad.empty()) {
+      std::cerr << me << bad << '\n';
+      return kExitError;
+    }
+  }
   auto log_mu = std::make_shared<std::mutex>();
   d.log = [log_mu](const std::string& message) {
     std::lock_guard lk(*log_mu);
@@ -311,6 +324,42 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "MiB of memory gRPC may hold for connections and messages")
       ->capture_default_str()
       ->check(CLI::Range(size_t{16}, size_t{1} << 20));
+  auto& b = o->bus_options;
+  cmd->add_option("--bus", o->bus,
+                  "NATS JetStream bus (nats://HOST:PORT[,...]) to consume agents' batches from, "
+                  "besides gRPC; plans are answered on it too (docs/operations.md, The bus)");
+  cmd->add_option("--bus-fabric", b.bus.subjects.fabric, "The fabric's token in bus subjects")
+      ->capture_default_str();
+  cmd->add_option("--bus-subject-prefix", b.bus.subjects.prefix, "First tokens of bus subjects")
+      ->capture_default_str();
+  cmd->add_option("--bus-creds", b.bus.creds_file, "NATS credentials file (JWT and nkey seed)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--bus-tls-ca", b.bus.tls_ca, "CA (PEM) to verify the NATS server")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--bus-tls-cert", b.bus.tls_cert, "Client certificate (PEM) for the bus")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--bus-tls-key", b.bus.tls_key, "Its key (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--bus-consumer", b.consumer.durable,
+                  "Durable consumer name: each analyzer of a pair needs its own")
+      ->capture_default_str();
+  cmd->add_option("--bus-outage", b.outage_s,
+                  "Seconds of analyzer outage the stream keeps telemetry for, beyond the "
+                  "evidence horizon (its max age)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 30.0 * 86400));
+  cmd->add_option("--bus-max-mib", o->bus_max_mib,
+                  "The stream's size bound in MiB (0: sized from the fabric's telemetry rate "
+                  "over its max age)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--bus-duplicate-window", b.duplicate_window_s,
+                  "Seconds the stream drops a republished message id (the analyzer "
+                  "de-duplicates beyond it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option("--bus-replicas", b.replicas, "Copies of the stream (3 on a 3-server cluster)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 5));
   cmd->add_option("--accept-sim-agents", o->accept_sim_agents,
                   "Accept the N grouped synthetic agents sim-0..sim-N-1 of `netdiag simulate "
                   "--live --agents N`, each speaking for its group of nodes (simulations and "

@@ -16,6 +16,7 @@
 #include <prometheus/registry.h>
 
 #include "collector/agent_sources.h"
+#include "collector/bus_uplink.h"
 #include "collector/clock.h"
 #include "collector/responder.h"
 #include "collector/scheduler.h"
@@ -52,7 +53,7 @@ struct Agent::Impl {
   std::optional<bool> uplink_up;  // last state logged; unset until the first check
 
   std::unique_ptr<Spool> spool;
-  std::unique_ptr<Uplink> uplink;
+  std::unique_ptr<Transport> uplink;  // gRPC to the analyzer, or the bus
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<prometheus::Exposer> exposer;
   int metrics_port = 0;
@@ -167,10 +168,10 @@ struct Agent::Impl {
     // Say so when the analyzer goes away or comes back; batches spool meanwhile.
     if (!uplink_up || *uplink_up != u.connected) {
       if (u.connected) {
-        log("uplink to " + cfg.analyzer + " connected");
+        log("uplink to " + uplink->describe() + " connected");
       } else if (uplink_up) {
         const std::string why = uplink->lastError();
-        log("uplink to " + cfg.analyzer + " lost" + (why.empty() ? "" : ": " + why) +
+        log("uplink to " + uplink->describe() + " lost" + (why.empty() ? "" : ": " + why) +
             "; spooling (" + std::to_string(spool->batches()) + " batches held)");
       }
       uplink_up = u.connected;
@@ -405,7 +406,16 @@ std::unique_ptr<Agent> Agent::create(const AgentConfig& config, AgentLog log, st
   uo.tls_ca = config.tls_ca;
   uo.tls_cert = config.tls_cert;
   uo.tls_key = config.tls_key;
-  if (std::string bad = checkUplinkOptions(uo); !bad.empty()) {
+  BusUplinkOptions bo;
+  bo.agent = config.node;
+  bo.bus.url = config.bus;
+  bo.bus.subjects = {config.bus_subject_prefix, config.bus_fabric};
+  bo.bus.creds_file = config.bus_creds;
+  bo.bus.tls_ca = config.tls_ca;
+  bo.bus.tls_cert = config.tls_cert;
+  bo.bus.tls_key = config.tls_key;
+  std::string bad = config.bus.empty() ? checkUplinkOptions(uo) : bus::checkBusOptions(bo.bus);
+  if (!bad.empty()) {
     *error = bad;
     return nullptr;
   }
@@ -423,7 +433,12 @@ std::unique_ptr<Agent> Agent::create(const AgentConfig& config, AgentLog log, st
       return nullptr;
     }
   }
-  impl->uplink = std::make_unique<Uplink>(uo, *impl->spool);
+  if (config.bus.empty()) {
+    impl->uplink = std::make_unique<Uplink>(uo, *impl->spool);
+  } else {
+    impl->uplink = BusUplink::create(bo, *impl->spool, error);
+    if (!impl->uplink) return nullptr;
+  }
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));
 }
 

@@ -96,7 +96,15 @@ std::string AgentConfigKey::flag() const {
 const std::vector<AgentConfigKey>& agentConfigKeys() {
   static const std::vector<AgentConfigKey> keys = {
       {"node", "this agent's node name in the topology (required)", &AgentConfig::node},
-      {"analyzer", "the analyzer's gRPC address HOST:PORT (required)", &AgentConfig::analyzer},
+      {"analyzer", "the analyzer's gRPC address HOST:PORT (required unless bus is set)",
+       &AgentConfig::analyzer},
+      {"bus", "a NATS JetStream bus nats://HOST:PORT to send batches through instead",
+       &AgentConfig::bus},
+      {"bus_fabric", "the fabric's name in the bus subjects", &AgentConfig::bus_fabric},
+      {"bus_subject_prefix", "the first tokens of the bus subjects",
+       &AgentConfig::bus_subject_prefix},
+      {"bus_creds", "NATS credentials file for the bus (JWT and nkey seed)",
+       &AgentConfig::bus_creds},
       {"spool_dir", "directory of the on-disk spool (default: in memory)", &AgentConfig::spool_dir},
       {"spool_max_bytes", "spool bound in bytes (suffixes K M G Ki Mi Gi)",
        &AgentConfig::spool_max_bytes},
@@ -218,9 +226,11 @@ std::vector<std::string> validateAgentConfig(const AgentConfig& c) {
     if (!(v > 0)) errors.push_back(std::string(key) + ": must be > 0");
   };
   if (c.node.empty()) errors.push_back("node: required (this agent's node in the topology)");
-  if (c.analyzer.empty()) {
-    errors.push_back("analyzer: required (HOST:PORT of the analyzer's gRPC listener)");
-  } else if (!validHostPort(c.analyzer)) {
+  if (c.analyzer.empty() && c.bus.empty()) {
+    errors.push_back("analyzer: required (HOST:PORT of the analyzer's gRPC listener), or bus");
+  } else if (!c.analyzer.empty() && !c.bus.empty()) {
+    errors.push_back("analyzer and bus: give one (the bus carries batches and plans)");
+  } else if (!c.analyzer.empty() && !validHostPort(c.analyzer)) {
     errors.push_back("analyzer: expected HOST:PORT, got " + quoted(c.analyzer));
   }
   if (!c.metrics_address.empty() && !validHostPort(c.metrics_address, true)) {  // 0: any free port

@@ -14,9 +14,15 @@
 namespace netdiag::collector {
 
 struct AgentConfig {
-  std::string node;       // this agent's node in the topology (required)
-  std::string analyzer;   // host:port of the analyzer's gRPC listener (required)
-  std::string spool_dir;  // on-disk spool; empty: in memory, lost on exit
+  std::string node;      // this agent's node in the topology (required)
+  std::string analyzer;  // host:port of the analyzer's gRPC listener (required without bus)
+  // A NATS JetStream bus instead (nats://HOST:PORT): batches go to the
+  // stream, the plan comes by request/reply (collector/bus_uplink.h).
+  std::string bus;
+  std::string bus_fabric = "default";          // the fabric's token in the subjects
+  std::string bus_subject_prefix = "netdiag";  // bus/subjects.h
+  std::string bus_creds;                       // NATS credentials file (JWT and nkey)
+  std::string spool_dir;                       // on-disk spool; empty: in memory, lost on exit
   uint64_t spool_max_bytes = 256ull << 20;
   std::string metrics_address = "127.0.0.1:9700";  // own /metrics; empty: none
   double batch_interval = 1;                       // seconds between batches to the uplink

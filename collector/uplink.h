@@ -53,6 +53,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include "collector/spool.h"
+#include "collector/transport.h"
 #include "netdiag/v1/collector.grpc.pb.h"
 
 namespace netdiag::collector {
@@ -76,14 +77,6 @@ struct UplinkOptions {
   size_t max_batch_bytes = kMaxBatchBytes;
 };
 
-struct UplinkStats {
-  bool connected = false;
-  // Messages: a split batch counts once per part.
-  uint64_t sent = 0, acked = 0, duplicates = 0, reconnects = 0;
-  uint64_t split = 0;              // batches split (at send() or from the spool)
-  uint64_t oversized_records = 0;  // records alone larger than max_batch_bytes, dropped
-};
-
 // `batch` as parts of at most `max_bytes` serialized each (with any seq),
 // its records in order, every other field copied; at least one part. A
 // record that alone does not fit is left out and counted in *dropped.
@@ -103,7 +96,7 @@ std::shared_ptr<grpc::ChannelCredentials> channelCredentials(const std::string& 
                                                              const std::string& tls_key,
                                                              std::string& error);
 
-class Uplink {
+class Uplink final : public Transport {
  public:
   Uplink(UplinkOptions options, Spool& spool);  // starts its sender thread
   ~Uplink();                                    // stop()
@@ -112,17 +105,18 @@ class Uplink {
 
   // Stamps agent/epoch/seq (and sent_at when unset), appends the batch to
   // the spool and wakes the sender; never blocks on the network.
-  void send(v1::Batch batch);
+  void send(v1::Batch batch) override;
   // Unary GetPlan with a deadline; nullopt and *error on failure.
-  std::optional<v1::AgentPlan> fetchPlan(uint64_t known_version, std::string* error);
-  UplinkStats stats() const;
+  std::optional<v1::AgentPlan> fetchPlan(uint64_t known_version, std::string* error) override;
+  UplinkStats stats() const override;
   // The last connection or stream error, for logs ("" while none).
-  std::string lastError() const;
+  std::string lastError() const override;
+  std::string describe() const override { return "analyzer " + options_.analyzer; }
   // The last spooled batch split for being over max_batch_bytes, in words
   // ("" while none), for logs.
   std::string lastSplit() const;
   uint64_t epoch() const { return epoch_; }
-  void stop();  // leaves unacknowledged batches in the spool
+  void stop() override;  // leaves unacknowledged batches in the spool
 
  private:
   // One spool entry in flight: the (epoch, seq) of each message it was

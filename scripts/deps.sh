@@ -18,6 +18,8 @@ PACKAGES=(
   libsimdjson-dev
   # integration and end-to-end tests: real servers and a namespaced fabric
   prometheus prometheus-alertmanager frr lldpd nftables iproute2 curl jq procps iputils-ping
+  # the agents' bus (bus/): nats.c to build, nats-server for its tests
+  libnats-dev nats-server
   # SNMP: net-snmp for the poller (libsnmp-dev), snmpd in the switch namespaces, snmp's client tools
   snmpd snmp libsnmp-dev
 )

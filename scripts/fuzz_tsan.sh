@@ -21,7 +21,7 @@ HARNESSES=(topology_loader_fuzz jsonl_engine_fuzz probe_packet_fuzz lldp_fuzz ba
 # responder, spool, uplink, agent and the analyzer daemon); the pure
 # parsers' tests gain nothing from TSan. prober_setup_test is left out: it
 # interposes epoll_ctl, which TSan intercepts too.
-TSAN_TARGETS=(server_test ingest_path_test uplink_test collector_agent_test collector_prober_test
+TSAN_TARGETS=(server_test ingest_path_test uplink_test bus_test collector_agent_test collector_prober_test
               collector_responder_test collector_spool_test collector_counters_test
               collector_lldp_test)
 

@@ -1,5 +1,6 @@
 #include "server/daemon.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <grpcpp/grpcpp.h>
@@ -44,6 +45,19 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   d->service_->exportMetrics(*d->registry_);
   d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
   if (!d->grpc_) return nullptr;
+  if (o.bus) {
+    BusIngestOptions bus = *o.bus;
+    const double horizon = o.live.engine.horizon_s;
+    bus.consumer.start_back_s = horizon;
+    if (bus.consumer.max_ack_pending == 0) {
+      bus.consumer.max_ack_pending =
+          std::max<int64_t>(1024, 8 * static_cast<int64_t>(topo.nodeCount()));
+    }
+    const bus::StreamLimits limits =
+        busLimits(bus, horizon, d->analyzer_->expectedRecordsPerSecond());
+    d->bus_ = BusIngest::start(*d->analyzer_, bus, limits, *d->registry_, o.log, error);
+    if (!d->bus_) return nullptr;
+  }
   d->clock_ = std::thread([self] { self->clockLoop(); });
   d->ready_ = true;
   return d;
@@ -75,6 +89,7 @@ void Daemon::stop() {
   // Streams are long-lived: give them a moment to finish their batch, then
   // cancel; agents resend anything unacknowledged.
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (bus_) bus_->stopDelivery();
   if (http_) http_->stop();
   if (clock_.joinable()) clock_.join();
   if (analyzer_) {
@@ -82,6 +97,7 @@ void Daemon::stop() {
     if (err.empty()) err = analyzer_->flush();
     if (!err.empty() && options_.log) options_.log(err);
   }
+  bus_.reset();  // after the flush: its acknowledgements go out first
 }
 
 }  // namespace netdiag::server

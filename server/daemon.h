@@ -13,10 +13,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "server/bus_ingest.h"
 #include "server/collector_service.h"
 #include "server/http_api.h"
 #include "server/live_analyzer.h"
@@ -37,6 +39,9 @@ struct DaemonOptions {
   // send every batch interval (1 s by default).
   double agent_idle_timeout_s = CollectorService::kDefaultIdleTimeoutS;
   LiveOptions live;
+  // Agents' batches from a NATS JetStream bus as well (server/bus_ingest.h);
+  // unset: gRPC only.
+  std::optional<BusIngestOptions> bus;
   double delay_s = 2;             // the engine runs this far behind the wall clock
   double tick_s = 1;              // live clock period
   LogFn log;                      // diagnostics (malformed batches, persistence errors)
@@ -70,6 +75,7 @@ class Daemon {
   std::unique_ptr<CollectorService> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<HttpApi> http_;
+  std::unique_ptr<BusIngest> bus_;
   int grpc_port_ = 0;
   std::atomic<bool> ready_{false};
 

@@ -993,6 +993,13 @@ std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
 const topology::Topology& LiveAnalyzer::topology() const { return impl_->topo; }
 
 // Set once in create(), never changed: no lock needed.
+double LiveAnalyzer::expectedRecordsPerSecond() const {
+  constexpr double kCountersIntervalS = 5;  // collector/agent_config.h's default
+  const double window = impl_->plan.budget.window_s > 0 ? impl_->plan.budget.window_s : 5;
+  return static_cast<double>(impl_->plan.flowCount()) / window +
+         static_cast<double>(impl_->topo.portCount()) / kCountersIntervalS;
+}
+
 const planner::Sizing& LiveAnalyzer::planSizing() const { return impl_->sizing; }
 
 }  // namespace netdiag::server

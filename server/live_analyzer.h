@@ -180,6 +180,10 @@ class LiveAnalyzer {
   std::optional<nlohmann::json> incident(const std::string& id) const;
   std::optional<nlohmann::json> link(const std::string& name) const;
 
+  // Telemetry records per second the fabric sends at the base plan: a
+  // probe record per flow per window, and port counters every 5 s (the
+  // agents' default) for every port. What the bus's stream is sized from.
+  double expectedRecordsPerSecond() const;
   // How the served plan's rate was sized against the coverage target.
   const planner::Sizing& planSizing() const;
   // The plan served now: its version, and the links it focuses on (empty:

@@ -1,0 +1,421 @@
+// The agents' bus end to end on a real nats-server with JetStream
+// (loopback; skipped where Debian's nats-server is not installed): the
+// agent's BusUplink publishes into the stream, the analyzer daemon's
+// durable consumer ingests and acknowledges, plans come by request/reply,
+// and each side outlives the other's restart without losing or doubling a
+// batch.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "bus/connection.h"
+#include "bus/stream.h"
+#include "collector/agent.h"
+#include "collector/bus_uplink.h"
+#include "server/daemon.h"
+#include "tests/unit/bus/nats_server.h"
+#include "tests/unit/collector/free_port.h"
+#include "topology/generators.h"
+
+namespace netdiag::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+topology::Topology smallFabric() {
+  topology::LeafSpineParams p;
+  p.spines = 2;
+  p.leaves = 2;
+  p.hosts_per_leaf = 2;
+  return topology::generateLeafSpine(p);
+}
+
+double wallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+template <typename Pred>
+bool waitFor(Pred pred, std::chrono::milliseconds limit = 30s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+// The first host and the port it probes from, and a second host port.
+struct Hosts {
+  std::string agent, src, dst, other;
+};
+Hosts hosts(const topology::Topology& topo) {
+  Hosts h;
+  for (topology::PortId p = 0; p < topo.portCount(); ++p) {
+    const auto& node = topo.node(topo.port(p).node);
+    if (!node.isHost()) continue;
+    if (h.src.empty()) {
+      h.src = topo.portRef(p);
+      h.agent = node.name;
+    } else if (node.name != h.agent && h.dst.empty()) {
+      h.dst = topo.portRef(p);
+      h.other = node.name;
+    }
+  }
+  return h;
+}
+
+v1::Batch probeBatch(const Hosts& h) {
+  v1::Batch b;
+  v1::Probe& p = *b.add_probes();
+  p.set_t(wallNow());
+  p.set_src(h.src);
+  p.set_dst(h.dst);
+  p.set_flow(40000);
+  p.set_window_s(5);
+  p.set_sent(50);
+  return b;
+}
+
+class Bus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!bus::testing::natsServerInstalled()) {
+      GTEST_SKIP() << "nats-server not installed (apt-get install nats-server)";
+    }
+    server_ = std::make_unique<bus::testing::NatsServer>();
+    server_->start();
+  }
+  void TearDown() override {
+    uplink_.reset();
+    daemon_.reset();
+    server_.reset();
+  }
+
+  bus::BusOptions busOptions(const std::string& userinfo = "") const {
+    bus::BusOptions o;
+    o.url = server_->url(userinfo);
+    o.subjects = {"netdiag", "test"};
+    o.request_timeout_s = 5;
+    o.reconnect_wait_s = 0.1;
+    return o;
+  }
+  std::unique_ptr<Daemon> startDaemon(const std::string& consumer = "analyzer",
+                                      std::string* failed = nullptr,
+                                      const std::string& userinfo = "") {
+    DaemonOptions o;
+    o.grpc.address = "127.0.0.1:0";
+    o.web_listen = "127.0.0.1:0";
+    o.tick_s = 0.1;
+    o.delay_s = 0.2;
+    o.bus.emplace();
+    o.bus->bus = busOptions(userinfo);
+    o.bus->bus.request_timeout_s = 20;  // the server may still be starting
+    o.bus->consumer.durable = consumer;
+    o.live.responder_port = collector::testing::freePort();
+    o.log = [](const std::string& m) { std::cerr << "analyzer: " << m << '\n'; };
+    std::string error;
+    auto d = Daemon::start(topo_, o, &error);
+    if (failed != nullptr) {
+      *failed = error;
+    } else {
+      EXPECT_TRUE(d) << error;
+    }
+    return d;
+  }
+  collector::BusUplink& uplink(const std::string& agent, const std::string& userinfo = "") {
+    collector::BusUplinkOptions o;
+    o.bus = busOptions(userinfo);
+    o.agent = agent;
+    o.backoff_min_s = 0.05;
+    o.backoff_max_s = 0.2;
+    std::string error;
+    uplink_ = collector::BusUplink::create(o, *spool_, &error);
+    EXPECT_TRUE(uplink_) << error;
+    return *uplink_;
+  }
+  std::string metrics(Daemon& d) {
+    httplib::Client c("127.0.0.1", d.httpPort());
+    auto r = c.Get("/metrics");
+    return r ? r->body : "";
+  }
+
+  topology::Topology topo_ = smallFabric();
+  Hosts h_ = hosts(topo_);
+  std::unique_ptr<bus::testing::NatsServer> server_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<collector::Spool> spool_ = collector::makeMemorySpool(0);
+  std::unique_ptr<collector::BusUplink> uplink_;
+};
+
+TEST_F(Bus, BatchesGoThroughTheStreamIntoTheEngineAndLeaveTheSpoolOnceStored) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  auto& up = uplink(h_.agent);
+  for (int i = 0; i < 20; ++i) up.send(probeBatch(h_));
+  ASSERT_TRUE(waitFor([&] { return spool_->batches() == 0; })) << up.lastError();
+  EXPECT_EQ(up.stats().acked, 20u);
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 20; }));
+  EXPECT_EQ(daemon_->analyzer().counters().probes, 20u);
+  ASSERT_TRUE(waitFor([&] {
+    return metrics(*daemon_).find("netdiag_bus_messages_total{result=\"ingested\"} 20") !=
+           std::string::npos;
+  })) << metrics(*daemon_);
+}
+
+TEST_F(Bus, TheStreamHoldsBatchesWhileTheAnalyzerIsDownAndTheNextGetsEachOnce) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  auto& up = uplink(h_.agent);
+  for (int i = 0; i < 10; ++i) up.send(probeBatch(h_));
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 10; }));
+  daemon_.reset();  // stopped: what it took is acknowledged
+  for (int i = 0; i < 5; ++i) up.send(probeBatch(h_));
+  // Stored by the stream with no analyzer running: the spool empties.
+  ASSERT_TRUE(waitFor([&] { return spool_->batches() == 0; })) << up.lastError();
+  daemon_ = startDaemon();  // the same durable consumer resumes
+  ASSERT_TRUE(daemon_);
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 5; }));
+  // Nothing of the first ten comes again (they were acknowledged).
+  EXPECT_EQ(daemon_->analyzer().counters().duplicate_batches, 0u);
+}
+
+TEST_F(Bus, TheAgentSpoolsWhileTheBusIsDownAndDeliversAfterItsRestart) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  auto& up = uplink(h_.agent);
+  for (int i = 0; i < 5; ++i) up.send(probeBatch(h_));
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 5; }));
+  server_->stop();
+  ASSERT_TRUE(waitFor([&] { return !up.stats().connected; }));
+  for (int i = 0; i < 5; ++i) up.send(probeBatch(h_));
+  EXPECT_EQ(spool_->batches(), 5u);  // nowhere to go
+  server_->start();                  // same port, same store: stream and consumer survive
+  ASSERT_TRUE(waitFor([&] { return spool_->batches() == 0; })) << up.lastError();
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 10; }));
+  EXPECT_GE(up.stats().reconnects, 1u);
+}
+
+TEST_F(Bus, WithoutAStreamTheAgentSaysSoAndKeepsItsBatches) {
+  auto& up = uplink(h_.agent);
+  up.send(probeBatch(h_));
+  ASSERT_TRUE(waitFor([&] { return up.lastError().find("no stream") != std::string::npos; }))
+      << up.lastError();
+  EXPECT_EQ(spool_->batches(), 1u);
+  daemon_ = startDaemon();  // creates the stream
+  ASSERT_TRUE(daemon_);
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 1; }))
+      << up.lastError();
+}
+
+TEST_F(Bus, ABatchOnAnotherAgentsSubjectOrNotABatchIsRefusedAndNeverRedelivered) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  std::string error;
+  auto c = bus::Connection::open(busOptions(), &error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(waitFor([&] { return c->connected(); }));
+  auto publish = [&](const std::string& subject, const std::string& data) {
+    jsPubAck* pa = nullptr;
+    EXPECT_EQ(js_Publish(&pa, c->jetStream(), subject.c_str(), data.data(),
+                         static_cast<int>(data.size()), nullptr, nullptr),
+              NATS_OK);
+    if (pa) jsPubAck_Destroy(pa);
+  };
+  v1::Batch spoofed = probeBatch(h_);
+  spoofed.set_agent(h_.agent);  // its probes are the agent's own...
+  spoofed.set_epoch(1);
+  spoofed.set_seq(1);
+  const bus::Subjects& s = busOptions().subjects;
+  publish(s.batch(h_.other), spoofed.SerializeAsString());  // ...but on another's subject
+  publish(s.batch(h_.agent), "\xff\xff not a batch");
+  ASSERT_TRUE(waitFor([&] {
+    const std::string m = metrics(*daemon_);
+    return m.find("netdiag_bus_messages_total{result=\"refused\"} 1") != std::string::npos &&
+           m.find("netdiag_bus_messages_total{result=\"malformed\"} 1") != std::string::npos;
+  })) << metrics(*daemon_);
+  EXPECT_EQ(daemon_->analyzer().counters().batches, 0u);
+  EXPECT_EQ(daemon_->analyzer().counters().probes, 0u);
+  EXPECT_GE(daemon_->analyzer().counters().not_authorized, 1u);
+  // Terminated, not left to redeliver: a later genuine batch is the next
+  // and only thing the consumer takes.
+  auto& up = uplink(h_.agent);
+  up.send(probeBatch(h_));
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 1; }));
+  EXPECT_EQ(metrics(*daemon_).find("netdiag_bus_redeliveries_total 1"), std::string::npos);
+}
+
+TEST_F(Bus, PlansComeByRequestReplyAndOnlyOnTheirAgentsOwnSubject) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  auto& up = uplink(h_.agent);
+  std::string error;
+  auto plan = up.fetchPlan(0, &error);
+  ASSERT_TRUE(plan) << error;
+  EXPECT_GT(plan->flows_size(), 0);
+  for (const auto& f : plan->flows()) EXPECT_EQ(f.src().substr(0, f.src().find(':')), h_.agent);
+
+  auto c = bus::Connection::open(busOptions(), &error);
+  ASSERT_TRUE(c) << error;
+  v1::PlanRequest other;
+  other.set_agent(h_.other);
+  const bus::Subjects& s = busOptions().subjects;
+  EXPECT_FALSE(bus::request(*c, s.plan(h_.agent), other.SerializeAsString(), &error));
+  EXPECT_NE(error.find("own subject"), std::string::npos) << error;
+  v1::PlanRequest stranger;
+  stranger.set_agent("no-such-node");
+  EXPECT_FALSE(bus::request(*c, s.plan("no-such-node"), stranger.SerializeAsString(), &error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST_F(Bus, TwoAnalyzersWithTheirOwnConsumersEachGetEveryBatchAndOneConsumerServesOne) {
+  daemon_ = startDaemon("a");
+  ASSERT_TRUE(daemon_);
+  auto second = startDaemon("b");
+  ASSERT_TRUE(second);
+  std::string error;
+  EXPECT_FALSE(startDaemon("a", &error));
+  EXPECT_NE(error.find("in use by another analyzer"), std::string::npos) << error;
+  auto& up = uplink(h_.agent);
+  for (int i = 0; i < 7; ++i) up.send(probeBatch(h_));
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 7; }));
+  ASSERT_TRUE(waitFor([&] { return second->analyzer().counters().batches == 7; }));
+  second.reset();
+}
+
+TEST_F(Bus, ASpooledBatchOverTheServersBoundIsPublishedInPartsAndArrivesWhole) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  // Spooled as is (by an agent whose bound was the gRPC one, 4 MiB): over
+  // nats-server's default max_payload of 1 MiB.
+  v1::Batch big;
+  big.set_agent(h_.agent);
+  big.set_epoch(99);
+  big.set_seq(1);
+  const v1::Probe one = probeBatch(h_).probes(0);
+  for (int i = 0; i < 30000; ++i) *big.add_probes() = one;
+  ASSERT_GT(big.ByteSizeLong(), size_t{1} << 20);
+  spool_->push(big.SerializeAsString());
+  auto& up = uplink(h_.agent);
+  ASSERT_TRUE(waitFor([&] { return spool_->batches() == 0; })) << up.lastError();
+  EXPECT_EQ(up.stats().split, 1u);
+  EXPECT_GE(up.stats().acked, 2u);
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().probes == 30000; }))
+      << daemon_->analyzer().counters().probes;
+}
+
+// What docs/security.md recommends: each agent's NATS user may publish only
+// its own subjects. An agent that publishes as another node gets no ack
+// (the server drops the message), so its batch stays in its spool, and the
+// stream never holds it; the password never shows in what the uplink says.
+TEST(BusPermissions, AnAgentsUserMayPublishOnlyItsOwnSubjects) {
+  if (!bus::testing::natsServerInstalled()) GTEST_SKIP() << "nats-server not installed";
+  bus::testing::NatsServer server;
+  const topology::Topology topo = smallFabric();
+  const Hosts h = hosts(topo);
+  auto user = [](const std::string& node) {
+    return "{user: " + node + ", password: pw-" + node +
+           ", permissions: {publish: [\"netdiag.test.batch." + node + "\", \"netdiag.test.plan." +
+           node + "\"], subscribe: \"_INBOX." + node + ".>\"}}";
+  };
+  server.start(
+      "accounts { NETDIAG { jetstream: enabled, users: [\n"
+      "{user: analyzer, password: pw-analyzer}\n" +
+      user(h.agent) + "\n" + user(h.other) + "\n] } }");
+  DaemonOptions o;
+  o.grpc.address = "127.0.0.1:0";
+  o.web_listen = "127.0.0.1:0";
+  o.tick_s = 0.1;
+  o.delay_s = 0.2;
+  o.live.responder_port = collector::testing::freePort();
+  o.bus.emplace();
+  o.bus->bus.url = server.url("analyzer:pw-analyzer");
+  o.bus->bus.subjects = {"netdiag", "test"};
+  o.bus->bus.request_timeout_s = 20;
+  std::string error;
+  auto daemon = Daemon::start(topo, o, &error);
+  ASSERT_TRUE(daemon) << error;
+
+  auto open = [&](const std::string& agent, const std::string& password, collector::Spool& spool) {
+    collector::BusUplinkOptions u;
+    u.bus.url = server.url(h.agent + ":" + password);  // always the first host's user
+    u.bus.subjects = {"netdiag", "test"};
+    u.bus.request_timeout_s = 1;
+    u.agent = agent;
+    u.backoff_min_s = 0.05;
+    u.backoff_max_s = 0.2;
+    std::string e;
+    auto up = collector::BusUplink::create(u, spool, &e);
+    EXPECT_TRUE(up) << e;
+    return up;
+  };
+  auto own_spool = collector::makeMemorySpool(0), spoof_spool = collector::makeMemorySpool(0);
+  auto own = open(h.agent, "pw-" + h.agent, *own_spool);
+  auto spoof = open(h.other, "pw-" + h.agent, *spoof_spool);  // h.agent's user, as h.other
+  own->send(probeBatch(h));
+  spoof->send(probeBatch(h));
+  ASSERT_TRUE(waitFor([&] { return daemon->analyzer().counters().batches == 1; }));
+  ASSERT_TRUE(waitFor([&] {
+    return spoof->lastError().find("Not Permitted") != std::string::npos &&
+           !spoof->stats().connected;
+  })) << spoof->lastError();
+  EXPECT_EQ(spoof_spool->batches(), 1u) << spoof->lastError();
+  EXPECT_EQ(spoof->stats().acked, 0u);
+  EXPECT_EQ(spoof->describe().find("pw-"), std::string::npos) << spoof->describe();
+  // The plan subject too: h.agent's user cannot ask for h.other's plan.
+  EXPECT_FALSE(spoof->fetchPlan(0, &error));
+  std::string plan_error;
+  EXPECT_TRUE(own->fetchPlan(0, &plan_error)) << plan_error;
+  spoof.reset();
+  own.reset();
+  daemon.reset();
+}
+
+// The whole agent with `bus` set: its plan by request/reply, its port
+// counters (a fake sysfs) through the stream into the analyzer.
+TEST_F(Bus, AnAgentWithBusSetGetsItsPlanAndDeliversItsCountersThroughTheStream) {
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("netdiag-bus-agent-" + std::to_string(::getpid()));
+  const std::string port = h_.src.substr(h_.src.find(':') + 1);
+  const fs::path eth = dir / "sys/class/net" / port;
+  fs::create_directories(eth / "statistics");
+  std::ofstream(eth / "operstate") << "up\n";
+  for (const char* f : {"rx_packets", "tx_packets", "rx_errors", "rx_dropped", "tx_dropped"}) {
+    std::ofstream(eth / "statistics" / f) << "5\n";
+  }
+  collector::AgentConfig cfg;
+  cfg.node = h_.agent;
+  cfg.bus = server_->url();
+  cfg.bus_fabric = "test";
+  cfg.metrics_address = "";
+  cfg.sysfs_root = (dir / "sys").string();
+  cfg.batch_interval = 0.1;
+  cfg.counters_interval = 0.1;
+  cfg.plan_refresh = 3600;  // one plan request in this test
+  cfg.responder_address = "127.0.0.1";
+  cfg.lldp = false;
+  std::string error;
+  auto agent = collector::Agent::create(cfg, nullptr, &error);
+  ASSERT_TRUE(agent) << error;
+  std::thread runner([&] { agent->run(); });
+  const bool arrived = waitFor([&] { return daemon_->analyzer().counters().ports >= 2; });
+  agent->requestStop();
+  runner.join();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  EXPECT_TRUE(arrived) << daemon_->analyzer().counters().ports;
+  EXPECT_NE(metrics(*daemon_).find("netdiag_bus_plan_requests_total 1"), std::string::npos);
+  EXPECT_EQ(daemon_->analyzer().counters().not_authorized, 0u);
+}
+
+}  // namespace
+}  // namespace netdiag::server

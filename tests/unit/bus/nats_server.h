@@ -1,0 +1,88 @@
+#pragma once
+
+// A real nats-server with JetStream on loopback for tests, where Debian's
+// nats-server is installed (tests skip with a message elsewhere). Restart
+// keeps its port and store directory, as a server restart in production.
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace netdiag::bus::testing {
+
+inline const char* kNatsServer = "/usr/sbin/nats-server";
+
+inline bool natsServerInstalled() { return ::access(kNatsServer, X_OK) == 0; }
+
+class NatsServer {
+ public:
+  NatsServer() {
+    static int n = 0;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("netdiag_nats_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    std::filesystem::create_directories(dir_);
+    port_ = freeTcpPort();
+  }
+  ~NatsServer() {
+    stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  NatsServer(const NatsServer&) = delete;
+  NatsServer& operator=(const NatsServer&) = delete;
+
+  // `config`: the body of a server config file (accounts, users) to add;
+  // the listen address, JetStream and its store are set here.
+  void start(const std::string& config = "") {
+    const std::string conf = (dir_ / "nats.conf").string();
+    {
+      std::ofstream f(conf);
+      f << "listen: 127.0.0.1:" << port_ << "\njetstream { store_dir: \"" << (dir_ / "js").string()
+        << "\" }\n"
+        << config << '\n';
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const std::string log = (dir_ / "nats.log").string();
+      ::execl(kNatsServer, "nats-server", "-c", conf.c_str(), "-l", log.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  std::string url(const std::string& userinfo = "") const {
+    return "nats://" + (userinfo.empty() ? "" : userinfo + "@") +
+           "127.0.0.1:" + std::to_string(port_);
+  }
+
+ private:
+  static int freeTcpPort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    ::close(fd);
+    return ntohs(sa.sin_port);
+  }
+
+  std::filesystem::path dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace netdiag::bus::testing
