@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 namespace netdiag::bus {
@@ -174,33 +176,149 @@ std::unique_ptr<DurableConsumer> DurableConsumer::start(Connection& connection,
   return c;
 }
 
+namespace {
+
+// The delivery of `msg` (destroyed here), or null for a message that did
+// not come from the stream (an injected one: no one to answer).
+std::unique_ptr<Delivery> takeDelivery(Connection& connection, natsMsg* msg) {
+  const char* reply = natsMsg_GetReply(msg);
+  uint64_t delivered = 0, sequence = 0;
+  std::unique_ptr<Delivery> d;
+  if (reply != nullptr && ackSubject(reply, &delivered, &sequence)) {
+    const char* data = natsMsg_GetData(msg);
+    d = std::make_unique<Delivery>(
+        connection, natsMsg_GetSubject(msg), reply,
+        std::string(data == nullptr ? "" : data, static_cast<size_t>(natsMsg_GetDataLength(msg))),
+        sequence, delivered);
+  }
+  natsMsg_Destroy(msg);
+  return d;
+}
+
+}  // namespace
+
 void DurableConsumer::onMessage(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsMsg* msg,
                                 void* self) {
   auto* c = static_cast<DurableConsumer*>(self);
-  const char* reply = natsMsg_GetReply(msg);
-  uint64_t delivered = 0, sequence = 0;
-  if (reply == nullptr || !ackSubject(reply, &delivered, &sequence)) {
-    natsMsg_Destroy(msg);  // not from the stream (an injected message): no one to answer
-    return;
+  if (auto d = takeDelivery(c->connection_, msg)) c->handler_(std::move(d));
+}
+
+namespace {
+
+struct Replay {
+  Connection& connection;
+  const std::function<void(std::unique_ptr<Delivery>)>& handler;
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t last_seq = 0;
+  size_t count = 0;
+};
+
+void onReplayMessage(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsMsg* msg, void* self) {
+  auto* r = static_cast<Replay*>(self);
+  auto d = takeDelivery(r->connection, msg);
+  if (!d) return;
+  const uint64_t seq = d->streamSequence();
+  r->handler(std::move(d));
+  {
+    std::lock_guard lk(r->mu);
+    r->last_seq = std::max(r->last_seq, seq);
+    ++r->count;
   }
-  const char* data = natsMsg_GetData(msg);
-  auto d = std::make_unique<Delivery>(
-      c->connection_, natsMsg_GetSubject(msg), reply,
-      std::string(data == nullptr ? "" : data, static_cast<size_t>(natsMsg_GetDataLength(msg))),
-      sequence, delivered);
-  natsMsg_Destroy(msg);
-  c->handler_(std::move(d));
+  r->cv.notify_all();
+}
+
+void stopSubscription(natsSubscription* sub) {
+  if (natsSubscription_Drain(sub) == NATS_OK) {
+    natsSubscription_WaitForDrainCompletion(sub, 0);
+  } else {
+    natsSubscription_Unsubscribe(sub);
+  }
+  natsSubscription_Destroy(sub);
+}
+
+}  // namespace
+
+bool replayStream(Connection& connection, double back_s, int64_t max_ack_pending, double timeout_s,
+                  const std::function<void(std::unique_ptr<Delivery>)>& handler, size_t* delivered,
+                  std::string* error) {
+  const Subjects& s = connection.options().subjects;
+  const std::string stream = s.stream(), filter = s.allBatches();
+  natsInbox* inbox = nullptr;
+  if (natsInbox_Create(&inbox) != NATS_OK) {
+    *error = "bus: cannot make an inbox";
+    return false;
+  }
+  const std::string deliver = inbox;
+  natsInbox_Destroy(inbox);
+  Replay r{connection, handler, {}, {}, 0, 0};
+  // Subscribed before the consumer exists: it starts delivering at once.
+  natsSubscription* sub = nullptr;
+  natsStatus st =
+      natsConnection_Subscribe(&sub, connection.nats(), deliver.c_str(), &onReplayMessage, &r);
+  if (st != NATS_OK) {
+    *error = "bus: subscribe to " + deliver + ": " + statusText(st);
+    return false;
+  }
+  natsSubscription_SetPendingLimits(
+      sub, static_cast<int>(std::min<int64_t>(max_ack_pending + 64, 1 << 30)), -1);
+  jsConsumerConfig cfg;
+  jsConsumerConfig_Init(&cfg);
+  cfg.Description = "netdiag analyzer: evidence rebuilt at start";
+  cfg.DeliverSubject = deliver.c_str();
+  cfg.FilterSubject = filter.c_str();
+  cfg.AckPolicy = js_AckExplicit;
+  cfg.AckWait = nanos(60);
+  cfg.MaxAckPending = max_ack_pending;
+  cfg.DeliverPolicy = js_DeliverByStartTime;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  cfg.OptStartTime =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() - nanos(back_s);
+  cfg.InactiveThreshold = nanos(30);  // the server drops it if we vanish
+  jsConsumerInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  st = js_AddConsumer(&info, connection.jetStream(), stream.c_str(), &cfg, nullptr, &code);
+  if (st != NATS_OK) {
+    stopSubscription(sub);
+    *error = "bus: a replay consumer of stream " + stream + ": " + statusText(st, &code);
+    return false;
+  }
+  const std::string name = info->Name != nullptr ? info->Name : "";
+  const bool nothing = info->NumPending == 0 && info->NumAckPending == 0;
+  jsConsumerInfo_Destroy(info);
+  // The newest message now: the replay ends once it was handled.
+  uint64_t upto = 0;
+  jsStreamInfo* si = nullptr;
+  st = js_GetStreamInfo(&si, connection.jetStream(), stream.c_str(), nullptr, &code);
+  if (st == NATS_OK) {
+    upto = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+  }
+  bool done = true;
+  if (st != NATS_OK) {
+    *error = "bus: stream " + stream + ": " + statusText(st, &code);
+    done = false;
+  } else if (!nothing) {
+    std::unique_lock lk(r.mu);
+    done = r.cv.wait_for(lk, std::chrono::duration<double>(timeout_s),
+                         [&] { return r.last_seq >= upto; });
+    if (!done) {
+      *error = "bus: replay of stream " + stream + " stopped after " +
+               std::to_string(static_cast<int64_t>(timeout_s)) + " s at message " +
+               std::to_string(r.last_seq) + " of " + std::to_string(upto);
+    }
+  }
+  stopSubscription(sub);
+  if (!name.empty())
+    js_DeleteConsumer(connection.jetStream(), stream.c_str(), name.c_str(), nullptr, nullptr);
+  *delivered = r.count;
+  return done;
 }
 
 void DurableConsumer::stop() {
   if (sub_ == nullptr) return;
   // Drain: no new deliveries, and returns once the handler's last call did.
-  if (natsSubscription_Drain(sub_) == NATS_OK) {
-    natsSubscription_WaitForDrainCompletion(sub_, 0);
-  } else {
-    natsSubscription_Unsubscribe(sub_);
-  }
-  natsSubscription_Destroy(sub_);
+  stopSubscription(sub_);
   sub_ = nullptr;
 }
 
@@ -245,12 +363,7 @@ void Replier::onMessage(natsConnection* nc, natsSubscription* /*sub*/, natsMsg* 
 
 void Replier::stop() {
   if (sub_ == nullptr) return;
-  if (natsSubscription_Drain(sub_) == NATS_OK) {
-    natsSubscription_WaitForDrainCompletion(sub_, 0);
-  } else {
-    natsSubscription_Unsubscribe(sub_);
-  }
-  natsSubscription_Destroy(sub_);
+  stopSubscription(sub_);
   sub_ = nullptr;
 }
 

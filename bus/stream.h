@@ -112,6 +112,16 @@ class DurableConsumer {
   std::string deliver_subject_;
 };
 
+// Reads the stream from `back_s` seconds ago up to its newest message at
+// the call, through an ephemeral consumer, each delivery to `handler` on the
+// subscription's thread (the handler acknowledges it; at most
+// `max_ack_pending` wait). Returns once the handler took the last one: true
+// and the count in *delivered, or false and *error on failure or after
+// `timeout_s`. Rebuilding the analyzer's evidence at start (docs/operations.md).
+bool replayStream(Connection& connection, double back_s, int64_t max_ack_pending, double timeout_s,
+                  const std::function<void(std::unique_ptr<Delivery>)>& handler, size_t* delivered,
+                  std::string* error);
+
 // Answers requests on a subject (wildcards allowed) on the subscription's
 // thread: `handler` gets the subject and body and returns the reply body,
 // or sets *error, which is sent as the reply's "Netdiag-Error" header with

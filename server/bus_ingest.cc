@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include "topology/display_text.h"
@@ -83,6 +84,7 @@ std::unique_ptr<BusIngest> BusIngest::start(LiveAnalyzer& analyzer, BusIngestOpt
       },
       error);
   if (!b->plans_) return nullptr;
+  if (b->options_.rebuild) b->rebuild();
   b->consumer_ = bus::DurableConsumer::start(
       *b->connection_, b->options_.consumer,
       [self](std::unique_ptr<bus::Delivery> d) { self->onDelivery(std::move(d)); }, error);
@@ -111,6 +113,23 @@ void BusIngest::logLimited(const std::string& line) {
                        .count();
   int64_t last = last_log_s_.load();
   if (now > last && last_log_s_.compare_exchange_strong(last, now)) log_(line);
+}
+
+void BusIngest::rebuild() {
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t batches = 0;
+  std::string error;
+  const bool ok = bus::replayStream(
+      *connection_, options_.consumer.start_back_s, options_.consumer.max_ack_pending,
+      kRebuildTimeoutS, [this](std::unique_ptr<bus::Delivery> d) { onDelivery(std::move(d)); },
+      &batches, &error);
+  if (!log_) return;
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "bus: evidence rebuilt from %zu batches of the last %.0f s in %.1f s", batches,
+                options_.consumer.start_back_s, took);
+  log_(ok ? std::string(buf) : "bus: " + error + "; evidence rebuilt only in part (" + buf + ")");
 }
 
 void BusIngest::onDelivery(std::unique_ptr<bus::Delivery> d) {

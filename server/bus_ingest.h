@@ -50,6 +50,12 @@ struct BusIngestOptions {
   int64_t max_bytes = 0;
   double duplicate_window_s = 120;
   int replicas = 1;
+  // At start, before the durable consumer resumes: replay the stream's last
+  // start_back_s (the evidence horizon) into the engine, so evidence lost
+  // with the last process (a crash, an upgrade) is there again and a new
+  // analyzer starts where a running one is. What the replay cannot rebuild
+  // is in docs/operations.md, "The bus".
+  bool rebuild = true;
 };
 
 // The stream limits `o` asks for on a fabric sending `records_per_s`, with
@@ -77,6 +83,8 @@ class BusIngest {
  private:
   BusIngest(LiveAnalyzer& a, BusIngestOptions o, LogFn log)
       : analyzer_(a), options_(std::move(o)), log_(std::move(log)) {}
+  static constexpr double kRebuildTimeoutS = 600;
+  void rebuild();
   void onDelivery(std::unique_ptr<bus::Delivery> d);
   std::string answerPlan(std::string_view subject, std::string_view body, std::string* error);
   void logLimited(const std::string& line);

@@ -6,20 +6,29 @@
 // batch.
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "bus/connection.h"
 #include "bus/stream.h"
 #include "collector/agent.h"
 #include "collector/bus_uplink.h"
+#include "planner/plan.h"
+#include "proto/convert.h"
 #include "server/daemon.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "tests/unit/bus/nats_server.h"
 #include "tests/unit/collector/free_port.h"
 #include "topology/generators.h"
@@ -169,7 +178,7 @@ TEST_F(Bus, BatchesGoThroughTheStreamIntoTheEngineAndLeaveTheSpoolOnceStored) {
   })) << metrics(*daemon_);
 }
 
-TEST_F(Bus, TheStreamHoldsBatchesWhileTheAnalyzerIsDownAndTheNextGetsEachOnce) {
+TEST_F(Bus, TheStreamHoldsBatchesWhileTheAnalyzerIsDownAndTheNextRebuildsFromItEachOnce) {
   daemon_ = startDaemon();
   ASSERT_TRUE(daemon_);
   auto& up = uplink(h_.agent);
@@ -179,11 +188,17 @@ TEST_F(Bus, TheStreamHoldsBatchesWhileTheAnalyzerIsDownAndTheNextGetsEachOnce) {
   for (int i = 0; i < 5; ++i) up.send(probeBatch(h_));
   // Stored by the stream with no analyzer running: the spool empties.
   ASSERT_TRUE(waitFor([&] { return spool_->batches() == 0; })) << up.lastError();
-  daemon_ = startDaemon();  // the same durable consumer resumes
+  // The next analyzer replays the evidence horizon (all 15, the ten its
+  // predecessor had included); its durable consumer then resumes after the
+  // ten acknowledged and delivers the five again, which count once.
+  daemon_ = startDaemon();
   ASSERT_TRUE(daemon_);
-  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 5; }));
-  // Nothing of the first ten comes again (they were acknowledged).
-  EXPECT_EQ(daemon_->analyzer().counters().duplicate_batches, 0u);
+  ASSERT_TRUE(waitFor([&] {
+    const auto c = daemon_->analyzer().counters();
+    return c.batches == 15 && c.duplicate_batches == 5;
+  })) << daemon_->analyzer().counters().batches
+      << " " << daemon_->analyzer().counters().duplicate_batches;
+  EXPECT_EQ(daemon_->analyzer().counters().probes, 15u);
 }
 
 TEST_F(Bus, TheAgentSpoolsWhileTheBusIsDownAndDeliversAfterItsRestart) {
@@ -375,6 +390,175 @@ TEST(BusPermissions, AnAgentsUserMayPublishOnlyItsOwnSubjects) {
   spoof.reset();
   own.reset();
   daemon.reset();
+}
+
+// The simulator's records as every node's agent publishes them on the bus:
+// one BusUplink per node, a batch per node per second of telemetry.
+class BusAgents final : public telemetry::RecordSink {
+ public:
+  BusAgents(const topology::Topology& topo, bus::BusOptions options) : topo_(topo) {
+    for (topology::NodeId n = 0; n < topo.nodeCount(); ++n) {
+      Agent& a = agents_[n];
+      a.spool = collector::makeMemorySpool(0);
+      collector::BusUplinkOptions o;
+      o.bus = options;
+      o.agent = topo.node(n).name;
+      std::string error;
+      a.uplink = collector::BusUplink::create(o, *a.spool, &error);
+      EXPECT_TRUE(a.uplink) << error;
+    }
+  }
+  // Times are shifted onto the wall clock (the first record is "now"), by
+  // whole windows.
+  void onProbe(const telemetry::ProbeRecord& r) override {
+    telemetry::ProbeRecord shifted = r;
+    shifted.t += shift(r.t);
+    proto::toWire(topo_, shifted, *batch(topo_.port(r.src).node, r.t).add_probes());
+  }
+  void onPort(const telemetry::PortRecord& r) override {
+    telemetry::PortRecord shifted = r;
+    shifted.t += shift(r.t);
+    proto::toWire(topo_, shifted, *batch(topo_.port(r.port).node, r.t).add_ports());
+  }
+  void onLldp(const telemetry::LldpRecord&) override {}
+  // Sends what is pending; true once every spool is empty.
+  bool finish() {
+    flush();
+    return waitFor([&] {
+      for (auto& [n, a] : agents_) {
+        if (a.spool->batches() > 0) return false;
+      }
+      return true;
+    });
+  }
+
+ private:
+  struct Agent {
+    std::unique_ptr<collector::Spool> spool;
+    std::unique_ptr<collector::BusUplink> uplink;
+    v1::Batch pending;
+  };
+  double shift(double t) {
+    if (!shift_) shift_ = std::floor((wallNow() - t) / 5) * 5;
+    return *shift_;
+  }
+  v1::Batch& batch(topology::NodeId node, double t) {
+    if (t >= flushed_at_ + 1) {
+      flush();
+      flushed_at_ = t;
+    }
+    return agents_[node].pending;
+  }
+  void flush() {
+    for (auto& [n, a] : agents_) {
+      if (a.pending.probes_size() + a.pending.ports_size() == 0) continue;
+      a.uplink->send(std::move(a.pending));
+      a.pending = v1::Batch();
+    }
+  }
+  const topology::Topology& topo_;
+  std::map<topology::NodeId, Agent> agents_;
+  double flushed_at_ = -1e18;
+  std::optional<double> shift_;
+};
+
+// What the rebuild is for: an analyzer that starts after another one had
+// localized a gray link (a crash, an upgrade, a second replica) has that
+// link's evidence at once, from the stream, and the same incident.
+TEST_F(Bus, ANewAnalyzerRebuildsTheEvidenceOfALocalizedGrayLinkFromTheStream) {
+  const std::filesystem::path db = std::filesystem::temp_directory_path() /
+                                   ("netdiag_bus_rebuild_" + std::to_string(::getpid()) + ".db");
+  std::filesystem::remove(db);
+  // Four leaves: on two, a leaf's uplink and the spine's downlink to the
+  // other leaf are crossed by the same flows and cannot be told apart.
+  topology::LeafSpineParams params;
+  params.spines = 2;
+  params.leaves = 4;
+  params.hosts_per_leaf = 4;
+  const topology::Topology topo = topology::generateLeafSpine(params);
+  std::unique_ptr<Daemon> daemon;  // after topo: it must go first, even on failure
+  auto start = [&] {
+    DaemonOptions o;
+    o.grpc.address = "127.0.0.1:0";
+    o.web_listen = "127.0.0.1:0";
+    o.tick_s = 0.1;
+    o.live.db_path = db.string();
+    // The simulation streams 150 s of telemetry in a few wall seconds: its
+    // clock runs that far ahead of the analyzer's, by design.
+    o.live.max_future_s = 3600;
+    o.live.responder_port = collector::testing::freePort();
+    o.bus.emplace();
+    o.bus->bus = busOptions();
+    o.bus->bus.request_timeout_s = 20;
+    std::string error;
+    auto d = Daemon::start(topo, o, &error);
+    EXPECT_TRUE(d) << error;
+    return d;
+  };
+  daemon = start();
+  ASSERT_TRUE(daemon);
+  std::istringstream yaml(R"(name: gray
+duration_s: 150
+window_s: 5
+noise: {background_loss: 1.0e-5, path_unknown: 0.3}
+faults:
+  - kind: link_loss
+    link: {from: leaf, to: spine}
+    loss: 0.03
+    onset: 20
+)");
+  sim::ScenarioLoad load = sim::loadScenario(yaml, "gray.yaml");
+  ASSERT_TRUE(load.errors.empty());
+  planner::Plan plan = planner::makePlan(topo, load.scenario.budget, {}, 1);
+  std::vector<topology::Diagnostic> errors;
+  auto simulator = sim::Simulator::create(topo, load.scenario, plan, {}, errors);
+  ASSERT_TRUE(simulator);
+  const std::string faulty = simulator->truth().faults.at(0).link;
+  {
+    BusAgents agents(topo, busOptions());
+    simulator->run(agents);
+    ASSERT_TRUE(agents.finish());
+  }
+  auto locate = [&](Daemon& d) {
+    httplib::Client c("127.0.0.1", d.httpPort());
+    auto r = c.Get("/api/v1/locate");
+    return r ? nlohmann::json::parse(r->body) : nlohmann::json::object();
+  };
+  auto localizedId = [&](Daemon& d) {
+    for (const auto& i : locate(d).value("incidents", nlohmann::json::array())) {
+      if (i.value("link", "") == faulty && !i["localized_at"].is_null()) {
+        return i["id"].get<std::string>();
+      }
+    }
+    return std::string();
+  };
+  auto lossRatio = [&](Daemon& d) {
+    httplib::Client c("127.0.0.1", d.httpPort());
+    auto r = c.Get("/api/v1/links/" + faulty);
+    if (!r || r->status != 200) return 0.0;
+    return nlohmann::json::parse(r->body).value("loss_ratio", 0.0);
+  };
+  std::string id;
+  ASSERT_TRUE(waitFor([&] { return !(id = localizedId(*daemon)).empty(); }))
+      << locate(*daemon).dump(1) << " probes " << daemon->analyzer().counters().probes
+      << " too_late " << daemon->analyzer().counters().too_late << " future "
+      << daemon->analyzer().counters().future << " not_authorized "
+      << daemon->analyzer().counters().not_authorized << " malformed "
+      << daemon->analyzer().counters().malformed << " ports " << daemon->analyzer().counters().ports
+      << " loss " << lossRatio(*daemon);
+  EXPECT_GT(lossRatio(*daemon), 0.01);
+  const uint64_t probes = daemon->analyzer().counters().probes;
+  daemon.reset();
+
+  // No agent sends anything now: what the next analyzer knows of the link
+  // comes from the stream.
+  daemon = start();
+  ASSERT_TRUE(daemon);
+  EXPECT_EQ(daemon->analyzer().counters().probes, probes);
+  ASSERT_TRUE(waitFor([&] { return lossRatio(*daemon) > 0.01; })) << lossRatio(*daemon);
+  ASSERT_TRUE(waitFor([&] { return localizedId(*daemon) == id; })) << locate(*daemon).dump(1);
+  daemon.reset();
+  std::filesystem::remove(db);
 }
 
 // The whole agent with `bus` set: its plan by request/reply, its port
