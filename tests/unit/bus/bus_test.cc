@@ -414,7 +414,9 @@ class BusAgents final : public telemetry::RecordSink {
     telemetry::ProbeRecord shifted = r;
     shifted.t += shift(r.t);
     proto::toWire(topo_, shifted, *batch(topo_.port(r.src).node, r.t).add_probes());
+    ++probes_;
   }
+  uint64_t probes() const { return probes_; }
   void onPort(const telemetry::PortRecord& r) override {
     telemetry::PortRecord shifted = r;
     shifted.t += shift(r.t);
@@ -460,6 +462,7 @@ class BusAgents final : public telemetry::RecordSink {
   std::map<topology::NodeId, Agent> agents_;
   double flushed_at_ = -1e18;
   std::optional<double> shift_;
+  uint64_t probes_ = 0;
 };
 
 // What the rebuild is for: an analyzer that starts after another one had
@@ -514,10 +517,12 @@ faults:
   auto simulator = sim::Simulator::create(topo, load.scenario, plan, {}, errors);
   ASSERT_TRUE(simulator);
   const std::string faulty = simulator->truth().faults.at(0).link;
+  uint64_t probes = 0;
   {
     BusAgents agents(topo, busOptions());
     simulator->run(agents);
     ASSERT_TRUE(agents.finish());
+    probes = agents.probes();
   }
   auto locate = [&](Daemon& d) {
     httplib::Client c("127.0.0.1", d.httpPort());
@@ -547,14 +552,15 @@ faults:
       << daemon->analyzer().counters().malformed << " ports " << daemon->analyzer().counters().ports
       << " loss " << lossRatio(*daemon);
   EXPECT_GT(lossRatio(*daemon), 0.01);
-  const uint64_t probes = daemon->analyzer().counters().probes;
+  ASSERT_TRUE(waitFor([&] { return daemon->analyzer().counters().probes == probes; }));
   daemon.reset();
 
   // No agent sends anything now: what the next analyzer knows of the link
   // comes from the stream.
   daemon = start();
   ASSERT_TRUE(daemon);
-  EXPECT_EQ(daemon->analyzer().counters().probes, probes);
+  EXPECT_TRUE(waitFor([&] { return daemon->analyzer().counters().probes == probes; }))
+      << daemon->analyzer().counters().probes << " of " << probes;
   ASSERT_TRUE(waitFor([&] { return lossRatio(*daemon) > 0.01; })) << lossRatio(*daemon);
   ASSERT_TRUE(waitFor([&] { return localizedId(*daemon) == id; })) << locate(*daemon).dump(1);
   daemon.reset();
