@@ -83,17 +83,19 @@ std::unique_ptr<Connection> Connection::open(const BusOptions& o, std::string* e
   natsStatus s = natsOptions_Create(&c->opts_);
   if (s != NATS_OK) return fail("options", s);
   natsOptions* opts = c->opts_;
+  c->callback_ref_ = new StatusRef(c->status_);
   if ((s = natsOptions_SetURL(opts, o.url.c_str())) != NATS_OK) return fail("URL", s);
   if (!o.name.empty()) natsOptions_SetName(opts, o.name.c_str());
   natsOptions_SetTimeout(opts, millis(o.connect_timeout_s));
   natsOptions_SetReconnectWait(opts, millis(o.reconnect_wait_s));
   natsOptions_SetMaxReconnect(opts, -1);  // for ever: the spool holds what waits
-  c->callback_ref_ = new StatusRef(c->status_);
   natsOptions_SetDisconnectedCB(opts, &Connection::onDisconnected, c->callback_ref_);
   natsOptions_SetReconnectedCB(opts, &Connection::onReconnected, c->callback_ref_);
   natsOptions_SetClosedCB(opts, &Connection::onClosed, c->callback_ref_);
   natsOptions_SetErrorHandler(opts, &Connection::onError, c->callback_ref_);
-  natsOptions_SetRetryOnFailedConnect(opts, true, nullptr, nullptr);
+  // With a callback the first connect too is retried in the background
+  // (without one, nats.c would block here until a server answers).
+  natsOptions_SetRetryOnFailedConnect(opts, true, &Connection::onConnected, c->callback_ref_);
   if (!o.inbox_prefix.empty() &&
       (s = natsOptions_SetCustomInboxPrefix(opts, o.inbox_prefix.c_str())) != NATS_OK) {
     return fail("inbox prefix", s);
@@ -159,6 +161,10 @@ void Connection::Status::setError(std::string e) {
 
 void Connection::onDisconnected(natsConnection* /*nc*/, void* ref) {
   (*static_cast<StatusRef*>(ref))->setError("disconnected from the bus");
+}
+
+void Connection::onConnected(natsConnection* /*nc*/, void* ref) {
+  (*static_cast<StatusRef*>(ref))->setError("");
 }
 
 void Connection::onReconnected(natsConnection* /*nc*/, void* ref) {

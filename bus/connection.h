@@ -90,6 +90,7 @@ class Connection {
 
   explicit Connection(BusOptions o) : options_(std::move(o)) {}
   static void onDisconnected(natsConnection* nc, void* ref);
+  static void onConnected(natsConnection* nc, void* ref);
   static void onReconnected(natsConnection* nc, void* ref);
   static void onClosed(natsConnection* nc, void* ref);
   static void onError(natsConnection* nc, natsSubscription* sub, natsStatus err, void* ref);

@@ -122,6 +122,25 @@ TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
             std::string::npos)
       << r.err;
 
+  // The bus: a URL that is not NATS, a fabric that is not one token, and a
+  // server that does not answer are named.
+  r = run("analyzer --topology " + topo + " --bus http://127.0.0.1:4222");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("expected nats://HOST:PORT"), std::string::npos) << r.err;
+  r = run("analyzer --topology " + topo + " --bus nats://127.0.0.1:4222 --bus-fabric a.b");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bus fabric \"a.b\""), std::string::npos) << r.err;
+  r = run("analyzer --topology " + topo +
+          " --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 --db '' --bus "
+          "nats://u:secret@127.0.0.1:1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no NATS server answers at nats://***@127.0.0.1:1"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("secret"), std::string::npos) << r.err;
+  r = run("agent --node h1 --analyzer 127.0.0.1:7600 --bus nats://127.0.0.1:4222");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("analyzer and bus: give one"), std::string::npos) << r.err;
+
   r = run("simulate --fabric leaf-spine:spines=2,leaves=2,hosts_per_leaf=2 --speed 2");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--live"), std::string::npos) << r.err;

@@ -217,6 +217,19 @@ TEST_F(Bus, TheAgentSpoolsWhileTheBusIsDownAndDeliversAfterItsRestart) {
   EXPECT_GE(up.stats().reconnects, 1u);
 }
 
+TEST_F(Bus, AnAgentStartedBeforeTheBusDeliversOnceItIsUp) {
+  server_->stop();
+  auto& up = uplink(h_.agent);  // returns at once: the connect goes on in the background
+  up.send(probeBatch(h_));
+  EXPECT_FALSE(up.stats().connected);
+  server_->start();
+  daemon_ = startDaemon();
+  ASSERT_TRUE(daemon_);
+  ASSERT_TRUE(waitFor([&] { return daemon_->analyzer().counters().batches == 1; }))
+      << up.lastError();
+  EXPECT_EQ(spool_->batches(), 0u);
+}
+
 TEST_F(Bus, WithoutAStreamTheAgentSaysSoAndKeepsItsBatches) {
   auto& up = uplink(h_.agent);
   up.send(probeBatch(h_));
