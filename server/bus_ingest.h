@@ -41,7 +41,7 @@ struct BusIngestOptions {
   // Its max_ack_pending 0: eight per topology node (an agent's batches of
   // the few seconds they wait in the reorder buffer before their ack).
   // Its start_back_s is set to the evidence horizon.
-  bus::ConsumerOptions consumer;
+  bus::ConsumerOptions consumer = {.max_ack_pending = 0};
   // The stream (created or updated at start) keeps the evidence horizon
   // plus this long an analyzer outage (bus::deriveLimits)...
   double outage_s = 3600;

@@ -992,7 +992,6 @@ std::vector<exporter::AgentStatus> LiveAnalyzer::agents() const {
 
 const topology::Topology& LiveAnalyzer::topology() const { return impl_->topo; }
 
-// Set once in create(), never changed: no lock needed.
 double LiveAnalyzer::expectedRecordsPerSecond() const {
   constexpr double kCountersIntervalS = 5;  // collector/agent_config.h's default
   const double window = impl_->plan.budget.window_s > 0 ? impl_->plan.budget.window_s : 5;
@@ -1000,6 +999,7 @@ double LiveAnalyzer::expectedRecordsPerSecond() const {
          static_cast<double>(impl_->topo.portCount()) / kCountersIntervalS;
 }
 
+// Set once in create(), never changed: no lock needed.
 const planner::Sizing& LiveAnalyzer::planSizing() const { return impl_->sizing; }
 
 }  // namespace netdiag::server
