@@ -425,8 +425,10 @@ Coverage Engine::coverage(double min_probes) const {
 
 double Engine::backgroundLoss() const { return impl_->evidence.background().round_trip; }
 
-void Engine::restore(const std::vector<Incident>& incidents) {
-  impl_->incidents.restore(impl_->topo, incidents);
+void Engine::restore(const std::vector<Incident>& incidents, bool evidence_replayed) {
+  impl_->incidents.restore(
+      impl_->topo, incidents,
+      evidence_replayed ? IncidentTracker::Evidence::kReplayed : IncidentTracker::Evidence::kLost);
 }
 
 void Engine::onIncidentChange(std::function<void(const Incident&)> callback) {

@@ -123,7 +123,9 @@ class Engine : public telemetry::RecordSink {
   // Continues from incidents an earlier run persisted: open ones are tracked
   // again (they can still localize and resolve), closed ones stay in the
   // history, and new ids continue after the highest. Call before ingesting.
-  void restore(const std::vector<Incident>& incidents);
+  // `evidence_replayed`: the evidence behind them is replayed into this
+  // engine next (the bus), not lost (IncidentTracker::restore).
+  void restore(const std::vector<Incident>& incidents, bool evidence_replayed = false);
 
  private:
   struct Impl;

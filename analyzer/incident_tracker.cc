@@ -4,16 +4,33 @@
 #include <cstdlib>
 
 namespace netdiag::analyzer {
+namespace {
+
+double pagedFloor(const Incident& i) { return recoveryFloor(i.loss_ratio, i.loss_interval); }
+
+}  // namespace
 
 IncidentTracker::Tracked& IncidentTracker::track(const Key& key, double now) {
   auto it = tracked_.find(key);
   if (it != tracked_.end() && it->second.open) return it->second;
   Tracked t;
-  t.incident.id = "inc-" + std::to_string(next_id_++);
-  t.incident.opened_at = now;
   t.last_bad = now;
-  if (key.kind == Key::kLink) t.incident.link = key.id;
-  if (key.kind == Key::kNode) t.incident.node = key.id;
+  // The replay makes again a decision the database has: the incident on
+  // this key that was still open at `now` (the earliest such) continues.
+  auto [lo, hi] = replayed_closed_.equal_range(key);
+  auto again = std::find_if(lo, hi, [now](const auto& kv) { return *kv.second.resolved_at > now; });
+  if (again != hi) {
+    t.incident = again->second;
+    t.incident.resolved_at.reset();
+    t.paged_loss = pagedFloor(t.incident);  // until the replay localizes it
+    t.replaying = true;
+    replayed_closed_.erase(again);
+  } else {
+    t.incident.id = "inc-" + std::to_string(next_id_++);
+    t.incident.opened_at = now;
+    if (key.kind == Key::kLink) t.incident.link = key.id;
+    if (key.kind == Key::kNode) t.incident.node = key.id;
+  }
   if (it != tracked_.end()) {
     // A closed incident on the same key stays in the history under its id.
     history_.push_back(it->second.incident);
@@ -32,12 +49,6 @@ void IncidentTracker::notify(const Incident& i) {
 double recoveryFloor(double loss_ratio, const std::optional<std::pair<double, double>>& interval) {
   return interval ? interval->first : 0.5 * loss_ratio;
 }
-
-namespace {
-
-double pagedFloor(const Incident& i) { return recoveryFloor(i.loss_ratio, i.loss_interval); }
-
-}  // namespace
 
 bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   const bool fresh = !tracked_.contains(key) || !tracked_.at(key).open;
@@ -84,6 +95,9 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
     inc.localized_at = now;
     t.paged_loss = pagedFloor(inc);
     changed = true;
+  } else if (t.replaying && localize) {
+    t.paged_loss = pagedFloor(inc);  // what the first run paged at, on the same evidence
+    t.replaying = false;
   }
   if (changed) notify(inc);
   return inc.localized_at.has_value();
@@ -129,7 +143,8 @@ void IncidentTracker::endPass(double now) {
 }
 
 void IncidentTracker::restore(const topology::Topology& topo,
-                              const std::vector<Incident>& incidents) {
+                              const std::vector<Incident>& incidents, Evidence evidence) {
+  const bool replayed = evidence == Evidence::kReplayed;
   for (const Incident& i : incidents) {
     if (i.id.rfind("inc-", 0) == 0) {
       next_id_ = std::max<uint64_t>(next_id_, std::strtoull(i.id.c_str() + 4, nullptr, 10) + 1);
@@ -137,6 +152,10 @@ void IncidentTracker::restore(const topology::Topology& topo,
     Key key{Key::kLink, i.link};
     if (i.node != topology::kNone) key = {Key::kNode, i.node};
     if (!i.ports.empty()) key = {Key::kPorts, topo.port(i.ports.front()).node};
+    if (replayed && i.resolved_at && key.id != topology::kNone) {
+      replayed_closed_.emplace(key, i);
+      continue;
+    }
     if (i.resolved_at || key.id == topology::kNone || tracked_.contains(key)) {
       history_.push_back(i);
       continue;
@@ -144,7 +163,8 @@ void IncidentTracker::restore(const topology::Topology& topo,
     Tracked t;
     t.incident = i;
     t.last_bad = i.localized_at.value_or(i.opened_at);
-    t.restored = true;
+    t.restored = !replayed;
+    t.replaying = replayed;
     t.paged_loss = pagedFloor(i);
     tracked_.emplace(key, t);
   }
@@ -152,6 +172,7 @@ void IncidentTracker::restore(const topology::Topology& topo,
 
 std::vector<Incident> IncidentTracker::all() const {
   std::vector<Incident> out = history_;
+  for (const auto& [key, i] : replayed_closed_) out.push_back(i);
   for (const auto& [key, t] : tracked_) out.push_back(t.incident);
   std::sort(out.begin(), out.end(), [](const Incident& a, const Incident& b) {
     return a.opened_at != b.opened_at ? a.opened_at < b.opened_at : a.id < b.id;

@@ -93,9 +93,19 @@ class IncidentTracker {
   void endPass(double now);
 
   // Continues from incidents an earlier run persisted: open ones are tracked
-  // again (their resolve clock restarts at the first pass), closed ones stay
-  // in the history, and new ids continue after the highest.
-  void restore(const topology::Topology& topo, const std::vector<Incident>& incidents);
+  // again, closed ones stay in the history, and new ids continue after the
+  // highest. What the evidence will be:
+  //  - kLost (gRPC): it died with that run, so an open incident's resolve
+  //    clock restarts at the first pass (a restart is not a repair);
+  //  - kReplayed (the bus): the stream's last horizon is replayed into the
+  //    engine, so the passes make these decisions again. An incident then
+  //    resolves on the replayed evidence, a persisted one that was open at
+  //    a replayed pass is the one that pass opens again (same id and times,
+  //    not a second incident), and the rate recovery must reject is taken
+  //    again where the replay localizes it.
+  enum class Evidence { kLost, kReplayed };
+  void restore(const topology::Topology& topo, const std::vector<Incident>& incidents,
+               Evidence evidence = Evidence::kLost);
   void onChange(std::function<void(const Incident&)> callback) {
     listeners_.push_back(std::move(callback));
   }
@@ -113,6 +123,9 @@ class IncidentTracker {
     // its resolve clock starts at the first pass after the restart, not at
     // its last bad pass before it (a restart is not a repair).
     bool restored = false;
+    // Restored with its evidence replayed: paged_loss is taken again at the
+    // first pass that would localize it.
+    bool replaying = false;
   };
   Tracked& track(const Key& key, double now);
   void notify(const Incident& i);
@@ -121,7 +134,10 @@ class IncidentTracker {
   uint64_t next_id_ = 1;
   std::map<Key, Tracked> tracked_;
   std::vector<Incident> history_;  // closed incidents whose key was reused
-  std::set<Key> seen_;             // keys observed in the current pass
+  // Closed incidents restored with their evidence replayed, by key: a pass
+  // before one's resolved_at opens it again instead of a new one.
+  std::multimap<Key, Incident> replayed_closed_;
+  std::set<Key> seen_;  // keys observed in the current pass
   std::vector<std::function<void(const Incident&)>> listeners_;
 };
 

@@ -58,14 +58,16 @@ StreamLimits deriveLimits(double horizon_s, double outage_s, double bytes_per_s)
 
 std::string ensureStream(Connection& connection, const StreamLimits& limits) {
   const Subjects& s = connection.options().subjects;
-  const std::string name = s.stream(), subject = s.allBatches();
-  const char* subjects[] = {subject.c_str()};
+  // The batches and the analyzers' tick markers, in one order: the
+  // engine's clock is the stream's (bus/tick.h).
+  const std::string name = s.stream(), batches = s.allBatches(), ticks = s.tick();
+  const char* subjects[] = {batches.c_str(), ticks.c_str()};
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
   cfg.Name = name.c_str();
   cfg.Description = "netdiag agents' batches (docs/operations.md, The bus)";
   cfg.Subjects = subjects;
-  cfg.SubjectsLen = 1;
+  cfg.SubjectsLen = 2;
   cfg.Retention = js_LimitsPolicy;
   cfg.Discard = js_DiscardOld;
   cfg.Storage = js_FileStorage;
@@ -99,7 +101,7 @@ std::unique_ptr<DurableConsumer> DurableConsumer::start(Connection& connection,
                                                         const ConsumerOptions& options,
                                                         Handler handler, std::string* error) {
   const Subjects& s = connection.options().subjects;
-  const std::string stream = s.stream(), filter = s.allBatches();
+  const std::string stream = s.stream();
   if (options.durable.empty() || options.durable.find_first_of(".*> \t") != std::string::npos) {
     *error = "bus: durable consumer name \"" + options.durable + "\" must be one token";
     return nullptr;
@@ -119,8 +121,7 @@ std::unique_ptr<DurableConsumer> DurableConsumer::start(Connection& connection,
   jsConsumerConfig_Init(&cfg);
   cfg.Durable = options.durable.c_str();
   cfg.Description = "netdiag analyzer";
-  cfg.DeliverSubject = c->deliver_subject_.c_str();
-  cfg.FilterSubject = filter.c_str();
+  cfg.DeliverSubject = c->deliver_subject_.c_str();  // the whole stream: batches and ticks
   cfg.AckPolicy = js_AckExplicit;
   cfg.AckWait = nanos(options.ack_wait_s);
   cfg.MaxAckPending = options.max_ack_pending;
@@ -135,6 +136,8 @@ std::unique_ptr<DurableConsumer> DurableConsumer::start(Connection& connection,
     // of a consumer with a start time ("start time can not be updated").
     const bool bound = info->PushBound;
     const char* subject = info->Config->DeliverSubject;
+    const std::string filter =
+        info->Config->FilterSubject != nullptr ? info->Config->FilterSubject : "";
     if (subject != nullptr) c->deliver_subject_ = subject;
     jsConsumerInfo_Destroy(info);
     info = nullptr;
@@ -146,6 +149,12 @@ std::unique_ptr<DurableConsumer> DurableConsumer::start(Connection& connection,
     if (subject == nullptr) {
       *error = "bus: consumer " + options.durable + " of stream " + stream +
                " is not a push consumer (made by something else?)";
+      return nullptr;
+    }
+    if (!filter.empty()) {
+      // An earlier netdiag's consumer took only the batches, not the ticks.
+      *error = "bus: consumer " + options.durable + " of stream " + stream + " takes only " +
+               filter + ": it misses the tick markers; delete it (it is made again)";
       return nullptr;
     }
   } else if (st == NATS_NOT_FOUND) {
@@ -243,7 +252,7 @@ bool replayStream(Connection& connection, double back_s, int64_t max_ack_pending
                   const std::function<void(std::unique_ptr<Delivery>)>& handler, size_t* delivered,
                   std::string* error) {
   const Subjects& s = connection.options().subjects;
-  const std::string stream = s.stream(), filter = s.allBatches();
+  const std::string stream = s.stream();
   natsInbox* inbox = nullptr;
   if (natsInbox_Create(&inbox) != NATS_OK) {
     *error = "bus: cannot make an inbox";
@@ -266,7 +275,6 @@ bool replayStream(Connection& connection, double back_s, int64_t max_ack_pending
   jsConsumerConfig_Init(&cfg);
   cfg.Description = "netdiag analyzer: evidence rebuilt at start";
   cfg.DeliverSubject = deliver.c_str();
-  cfg.FilterSubject = filter.c_str();
   cfg.AckPolicy = js_AckExplicit;
   cfg.AckWait = nanos(60);
   cfg.MaxAckPending = max_ack_pending;

@@ -66,6 +66,7 @@ std::string Subjects::plan(std::string_view agent) const {
 }
 std::string Subjects::allBatches() const { return prefix + "." + fabric + ".batch.*"; }
 std::string Subjects::allPlans() const { return prefix + "." + fabric + ".plan.*"; }
+std::string Subjects::tick() const { return prefix + "." + fabric + ".tick"; }
 
 std::string Subjects::stream() const {
   std::string name = "NETDIAG_";

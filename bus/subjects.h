@@ -7,6 +7,8 @@
 //                                     subject per agent, in one stream
 //   <prefix>.<fabric>.plan.<agent>    plan requests (PlanRequest; the reply is
 //                                     an AgentPlan, or an error header)
+//   <prefix>.<fabric>.tick            the analyzers' tick markers (bus/tick.h),
+//                                     in the batches' stream: its clock
 //
 // The agent token is the agent id (a node or collector name) escaped so
 // that any name is one token: bytes other than [A-Za-z0-9_-] become %XX.
@@ -30,6 +32,7 @@ struct Subjects {
   std::string plan(std::string_view agent) const;
   std::string allBatches() const;  // <prefix>.<fabric>.batch.*
   std::string allPlans() const;    // <prefix>.<fabric>.plan.*
+  std::string tick() const;        // <prefix>.<fabric>.tick
   // The JetStream stream holding the batches: NETDIAG_<FABRIC> (escaped).
   std::string stream() const;
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "bus/tick.h"
 #include "topology/display_text.h"
 
 namespace netdiag::server {
@@ -53,6 +54,12 @@ std::unique_ptr<BusIngest> BusIngest::start(LiveAnalyzer& analyzer, BusIngestOpt
   b->m_refused_ = &messages.Add({{"result", "refused"}});
   b->m_malformed_ = &messages.Add({{"result", "malformed"}});
   b->m_not_ingested_ = &messages.Add({{"result", "not_ingested"}});
+  b->m_ticks_ = &messages.Add({{"result", "tick"}});
+  b->m_tick_errors_ = &prometheus::BuildCounter()
+                           .Name("netdiag_bus_tick_publish_errors_total")
+                           .Help("Tick markers this analyzer could not publish")
+                           .Register(registry)
+                           .Add({});
   b->m_redelivered_ = &prometheus::BuildCounter()
                            .Name("netdiag_bus_redeliveries_total")
                            .Help("Batches the stream delivered again (not acknowledged in time)")
@@ -132,8 +139,38 @@ void BusIngest::rebuild() {
   log_(ok ? std::string(buf) : "bus: " + error + "; evidence rebuilt only in part (" + buf + ")");
 }
 
+void BusIngest::publishTick(double wall_s, double period_s) {
+  const double t = bus::tickTime(wall_s, period_s);
+  if (!(t > last_tick_)) return;
+  const std::string err = bus::publishTick(*connection_, t);
+  if (err.empty()) {
+    last_tick_ = t;
+    return;
+  }
+  m_tick_errors_->Increment();
+  logLimited("bus: tick " + bus::encodeTick(t) + " not published: " + err);
+}
+
+void BusIngest::onTick(bus::Delivery& d) {
+  const std::optional<double> t = bus::decodeTick(d.data());
+  std::string why = "not a tick marker";
+  if (t && analyzer_.streamTick(*t, &why)) {
+    m_ticks_->Increment();
+    d.ack();
+    return;
+  }
+  (t ? m_refused_ : m_malformed_)->Increment();
+  logLimited("bus: message " + std::to_string(d.streamSequence()) + " on " + shown(d.subject()) +
+             ": " + why + "; terminated");
+  d.term();
+}
+
 void BusIngest::onDelivery(std::unique_ptr<bus::Delivery> d) {
   if (d->delivered() > 1) m_redelivered_->Increment();
+  if (d->subject() == tick_subject_) {
+    onTick(*d);
+    return;
+  }
   v1::Batch batch;
   if (!batch.ParseFromString(d->data())) {
     m_malformed_->Increment();

@@ -12,6 +12,9 @@
 // blocks the consumer's thread, so the stream holds the backlog, not the
 // analyzer's memory.
 //
+// Tick markers (bus/tick.h) in the stream set the engine's clock
+// (LiveOptions::stream_clock); the analyzer publishes its own every tick.
+//
 // Identity: a batch is taken as sent by the agent its subject names
 // (bus/subjects.h); one whose `agent` differs is refused (its records count
 // not_authorized) and terminated on the stream, never redelivered. So are
@@ -76,29 +79,41 @@ class BusIngest {
   // if they reached the engine).
   ~BusIngest();
 
+  // Publishes the tick marker of `wall_s` rounded down to `period_s`
+  // (bus/tick.h), unless that tick went out already. The analyzer's clock
+  // loop calls it every period.
+  void publishTick(double wall_s, double period_s);
+
   // No new deliveries; returns once the last one was submitted. The
   // analyzer's flush then acknowledges what is in the engine.
   void stopDelivery();
 
  private:
   BusIngest(LiveAnalyzer& a, BusIngestOptions o, LogFn log)
-      : analyzer_(a), options_(std::move(o)), log_(std::move(log)) {}
+      : analyzer_(a),
+        options_(std::move(o)),
+        tick_subject_(options_.bus.subjects.tick()),
+        log_(std::move(log)) {}
   static constexpr double kRebuildTimeoutS = 600;
   void rebuild();
   void onDelivery(std::unique_ptr<bus::Delivery> d);
+  void onTick(bus::Delivery& d);
   std::string answerPlan(std::string_view subject, std::string_view body, std::string* error);
   void logLimited(const std::string& line);
 
   LiveAnalyzer& analyzer_;
   const BusIngestOptions options_;
+  const std::string tick_subject_;
   LogFn log_;
   std::unique_ptr<bus::Connection> connection_;
   std::unique_ptr<bus::DurableConsumer> consumer_;
   std::unique_ptr<bus::Replier> plans_;
   prometheus::Counter *m_ingested_ = nullptr, *m_duplicate_ = nullptr, *m_refused_ = nullptr,
                       *m_malformed_ = nullptr, *m_not_ingested_ = nullptr,
-                      *m_redelivered_ = nullptr, *m_plans_ = nullptr;
+                      *m_redelivered_ = nullptr, *m_plans_ = nullptr, *m_ticks_ = nullptr,
+                      *m_tick_errors_ = nullptr;
   std::atomic<int64_t> last_log_s_{0};
+  double last_tick_ = 0;  // the clock loop's alone
 };
 
 }  // namespace netdiag::server

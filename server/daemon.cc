@@ -21,6 +21,8 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
     return nullptr;
   }
   options.live.delay_s = options.delay_s;
+  options.live.stream_clock = options.bus.has_value();  // the stream's ticks move the engine
+  options.live.evidence_replayed = options.bus && options.bus->rebuild;
   if (!options.live.log) options.live.log = options.log;
   d->options_ = std::move(options);
   DaemonOptions& o = d->options_;
@@ -70,7 +72,9 @@ void Daemon::clockLoop() {
   std::unique_lock lk(mu_);
   while (!stopping_) {
     lk.unlock();
-    std::string err = analyzer_->tick(options_.clock() - options_.delay_s);
+    const double now = options_.clock();
+    if (bus_) bus_->publishTick(now, options_.tick_s);
+    std::string err = analyzer_->tick(now - options_.delay_s);
     if (!err.empty() && options_.log) options_.log(err);
     service_->closeIdleStreams();
     lk.lock();

@@ -27,7 +27,11 @@ IngestMetrics::IngestMetrics(prometheus::Registry& r)
                      "engine's clock floor (wall clock minus the delay)")),
       behind_(counter(r, "netdiag_ingest_behind_late_window_total",
                       "Ticks at which that backlog exceeded the engine's late tolerance: "
-                      "the analyzer is not keeping up")) {}
+                      "the analyzer is not keeping up")),
+      watermark_lag_(gauge(r, "netdiag_ingest_watermark_lag_seconds",
+                           "How far the engine's watermark (it has every record before it) is "
+                           "behind the wall clock minus the delay: on the bus, the catch-up "
+                           "still to do")) {}
 
 void IngestMetrics::update(const IngestPathState& s) {
   queue_.Set(static_cast<double>(s.queue_records));
@@ -39,6 +43,7 @@ void IngestMetrics::update(const IngestPathState& s) {
   }
   backlog_.Set(s.backlog_s);
   if (s.behind) behind_.Increment();
+  watermark_lag_.Set(s.watermark_lag_s);
 }
 
 }  // namespace netdiag::server

@@ -21,6 +21,7 @@ struct IngestPathState {
   double blocked_seconds = 0;  // cumulative
   double backlog_s = 0;        // oldest record not yet in the engine, behind the clock floor
   bool behind = false;         // backlog beyond the engine's late window this tick
+  double watermark_lag_s = 0;  // the clock floor minus where the engine has every record
 };
 
 class IngestMetrics {
@@ -35,6 +36,7 @@ class IngestMetrics {
   prometheus::Counter& blocked_;
   prometheus::Gauge& backlog_;
   prometheus::Counter& behind_;
+  prometheus::Gauge& watermark_lag_;
   double blocked_seen_ = 0;
 };
 

@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct DecodedBatch {
   std::string first_refused;    // the first not_authorized record, described
   std::vector<std::string> errors, warnings;
   double oldest = std::numeric_limits<double>::infinity();  // the oldest record's t
+  // Set: not a batch but a tick marker of the bus's stream at this place in
+  // it (bus/tick.h, LiveOptions::stream_clock); no records, no agent.
+  std::optional<double> tick;
   // Called once, on the engine thread, when every record is in the engine
   // (or the batch is known a duplicate of one that is). Must not block.
   std::function<void(BatchResult)> done;

@@ -240,6 +240,12 @@ struct LiveAnalyzer::Impl {
   std::unique_ptr<IngestMetrics> ingest_metrics;
   std::unique_ptr<IncidentWriter> writer;
   uint64_t published_passes = 0;
+  // The stream clock (options.stream_clock): the newest tick marker, and the
+  // newest record time, read so far in stream order.
+  double stream_tick = -std::numeric_limits<double>::infinity();
+  double stream_newest = -std::numeric_limits<double>::infinity();
+  // Where the last release stopped (the engine has every record before it).
+  double released_to = -std::numeric_limits<double>::infinity();
   double behind_logged_at = -std::numeric_limits<double>::infinity();
   std::thread thread;
 
@@ -320,6 +326,7 @@ struct LiveAnalyzer::Impl {
   // than the tolerated skew. Records still waiting in the queue cap it
   // (queueHold), so backpressure never turns them late.
   double watermark() const {
+    if (options.stream_clock) return streamWatermark();
     const double now = clock();
     double w = std::numeric_limits<double>::infinity();
     {
@@ -329,6 +336,20 @@ struct LiveAnalyzer::Impl {
     w = std::max(w, now - options.delay_s);
     w = std::min(w, now + options.max_future_s);
     return std::min(w, queueHold(now));
+  }
+
+  // The watermark on the stream's clock: a function of what was read so far
+  // in stream order only (LiveOptions::stream_clock). Agents not yet heard
+  // with a record (an entry made when a batch was decoded, ahead of the
+  // engine thread) do not count. The future check at decoding bounds every
+  // term by the analyzer's clock plus max_future_s.
+  double streamWatermark() const {
+    const double lag = options.delay_s;
+    double w = std::max(stream_tick - lag, stream_newest - lag - options.engine.late_tolerance_s);
+    std::lock_guard lk(ledger_mu);
+    auto heard = newest_by_agent.upper_bound(-std::numeric_limits<double>::infinity());
+    if (heard != newest_by_agent.end()) w = std::max(w, *heard);
+    return w;
   }
 
   // Dedup, port origins, the agent's counters, then into the reorder buffer.
@@ -384,6 +405,7 @@ struct LiveAnalyzer::Impl {
     hold(p->ports);
     hold(p->lldp);
     result.accepted = p->sequence.size();
+    stream_newest = std::max(stream_newest, newest);
     {
       std::lock_guard lk(ledger_mu);
       AgentState& agent = agentLocked(b.agent);
@@ -425,6 +447,7 @@ struct LiveAnalyzer::Impl {
   void release(bool all,
                std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
     const double w = all ? std::numeric_limits<double>::infinity() : watermark();
+    if (!all) released_to = std::max(released_to, w);
     std::vector<Pending*> finished;
     held.release(
         w,
@@ -481,11 +504,26 @@ struct LiveAnalyzer::Impl {
     snap = std::move(s);
   }
 
+  // Each item read from the queue in order: a batch, or on the bus a tick
+  // marker. On the stream's clock, records go to the engine at these
+  // places in the stream and nowhere else.
+  void take(DecodedBatch& b,
+            std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
+    if (b.tick) {
+      stream_tick = std::max(stream_tick, *b.tick);
+      release(false, completed);
+      engine.advanceTo(stream_tick - options.delay_s);  // passes on a silent fabric too
+      return;
+    }
+    accept(b, completed);
+    if (options.stream_clock) release(false, completed);
+  }
+
   void tickOnEngine(double t) {
     if (options.test_hold_pass) options.test_hold_pass();
     const double now = clock();
     // Never past a record still waiting in the queue (within the late window).
-    engine.advanceTo(std::min(t, queueHold(now)));
+    if (!options.stream_clock) engine.advanceTo(std::min(t, queueHold(now)));
     publish();
     IngestPathState path;
     path.queue_records = queue.depthRecords();
@@ -495,16 +533,20 @@ struct LiveAnalyzer::Impl {
     const double oldest = queue.oldest();
     path.backlog_s = std::isfinite(oldest) ? std::max(0.0, now - options.delay_s - oldest) : 0;
     path.behind = path.backlog_s > options.engine.late_tolerance_s;
+    path.watermark_lag_s =
+        std::isfinite(released_to) ? std::max(0.0, now - options.delay_s - released_to) : 0;
     if (path.behind && now - behind_logged_at >= kAuthorityLogInterval_s && options.log) {
       behind_logged_at = now;
       char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "ingest: the oldest record waiting for the engine is %.1f s behind its clock "
-                    "(wall clock - %g s), beyond the late window of %g s: the analyzer is not "
-                    "keeping up (or an agent replays an old backlog); such records count as "
-                    "too_late. %zu record(s) queued; next message in >= 60 s",
-                    path.backlog_s, options.delay_s, options.engine.late_tolerance_s,
-                    path.queue_records);
+      std::snprintf(
+          buf, sizeof buf,
+          "ingest: the oldest record waiting for the engine is %.1f s behind its clock "
+          "(wall clock - %g s), beyond the late window of %g s: the analyzer is not "
+          "keeping up (or an agent replays an old backlog)%s. %zu record(s) queued; "
+          "next message in >= 60 s",
+          path.backlog_s, options.delay_s, options.engine.late_tolerance_s,
+          options.stream_clock ? ", catching up on the stream" : "; such records count as too_late",
+          path.queue_records);
       options.log(buf);
     }
     if (ingest_metrics) ingest_metrics->update(path);
@@ -534,7 +576,7 @@ struct LiveAnalyzer::Impl {
       }
       in.clear();
       queue.popAll(in, timeout);
-      for (DecodedBatch& b : in) accept(b, completed);
+      for (DecodedBatch& b : in) take(b, completed);
       std::deque<Request*> reqs;
       bool stopping = false;
       {
@@ -548,9 +590,9 @@ struct LiveAnalyzer::Impl {
         // Everything that reached the queue goes to the engine first.
         in.clear();
         queue.popAll(in, std::chrono::milliseconds(0));
-        for (DecodedBatch& b : in) accept(b, completed);
+        for (DecodedBatch& b : in) take(b, completed);
       }
-      release(flushing, completed);
+      if (flushing || !options.stream_clock) release(flushing, completed);
       for (auto& [done, result] : completed) done(std::move(result));
       completed.clear();
       for (Request* r : reqs) {
@@ -630,7 +672,7 @@ std::unique_ptr<LiveAnalyzer> LiveAnalyzer::create(const topology::Topology& top
       return nullptr;
     }
     std::vector<std::string> bad;
-    m.engine.restore(analyzer::fromRows(topo, *rows, bad));
+    m.engine.restore(analyzer::fromRows(topo, *rows, bad), m.options.evidence_replayed);
     if (warnings) {
       for (auto& p : bad) warnings->push_back(m.options.db_path + ": " + p);
     }
@@ -810,6 +852,29 @@ BatchResult LiveAnalyzer::ingest(const v1::Batch& batch) {
   std::future<BatchResult> result = promise.get_future();
   submit(batch, [&promise](BatchResult r) { promise.set_value(std::move(r)); });
   return result.get();
+}
+
+bool LiveAnalyzer::streamTick(double t, std::string* why) {
+  Impl& m = *impl_;
+  const double now = m.clock();
+  if (!m.options.stream_clock) {
+    *why = "the analyzer is not on a stream's clock";
+    return false;
+  }
+  if (!std::isfinite(t) || t > now + m.options.max_future_s) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "tick %.6g is %.6g s ahead of the analyzer's clock (max %g s)",
+                  t, t - now, m.options.max_future_s);
+    *why = buf;
+    return false;
+  }
+  DecodedBatch d;
+  d.tick = t;
+  if (!m.queue.push(std::move(d))) {
+    *why = "the analyzer stopped";
+    return false;
+  }
+  return true;
 }
 
 std::string LiveAnalyzer::tick(double engine_time) {

@@ -67,6 +67,19 @@ struct LiveOptions {
   // crosses a boundary, so without this a fast agent's record would close a
   // window before a slower agent's records of it arrived.
   double delay_s = 2;
+  // On the bus (server/bus_ingest.h): the engine's clock is the stream's.
+  // The watermark moves only where the stream says so, at each batch and
+  // tick marker in stream order (streamTick()), never by the wall clock:
+  // the newest tick minus delay_s, or the newest time every agent heard
+  // from has reached, but no further behind the newest record than
+  // delay_s plus the engine's late tolerance (a stretch of stream without
+  // ticks). tick() then publishes and sets metrics but moves nothing. Two
+  // analyzers reading one stream so make the same decisions.
+  bool stream_clock = false;
+  // The bus replays the stream's last horizon into the engine at start
+  // (BusIngestOptions::rebuild): incidents restored from the database are
+  // decided again by the replay, not restarted (IncidentTracker::restore).
+  bool evidence_replayed = false;
   // Who may speak for what besides the nodes themselves (server/authority.h):
   // the collector identities of --collectors, and grouped synthetic agents
   // sim-0..sim-(N-1) when accept_sim_agents is N > 0 (simulations only).
@@ -145,9 +158,17 @@ class LiveAnalyzer {
   // submit() and wait for `done`.
   BatchResult ingest(const v1::Batch& batch);
 
+  // A tick marker of the bus's stream (stream_clock only), queued behind
+  // the batches submitted before it: the engine's clock moves to `t` minus
+  // the delay once they are in. False and *why, and nothing moves, for a
+  // tick beyond the analyzer's clock plus max_future_s (a broken or hostile
+  // publisher) or once the analyzer stopped. Blocks while the queue is full.
+  bool streamTick(double t, std::string* why);
+
   // The live clock: moves the engine to `engine_time` (wall clock minus the
   // delivery delay; never past a record still waiting for it), publishes a
-  // snapshot, hands changed incidents to the writer and updates metrics.
+  // snapshot, hands changed incidents to the writer and updates metrics
+  // (with stream_clock, all but the move).
   // Returns once the engine thread did. Returns a persistence error, empty
   // when none.
   std::string tick(double engine_time);

@@ -116,3 +116,51 @@ TEST(IncidentTracker, LossThatHasEndedDoesNotPage) {
 
 }  // namespace
 }  // namespace netdiag::analyzer
+
+namespace netdiag::analyzer {
+namespace {
+
+// The bus's restart (IncidentTracker::Evidence::kReplayed): a run persists
+// its incidents, a new one restores them and is fed the same passes again
+// from the middle of the first run. It makes the same decisions: the
+// resolved incident opened again by the replay is the persisted one (same
+// id, no second incident), and the open one resolves when the first run's
+// did, not a resolve period after the restart.
+TEST(IncidentTracker, ReplayedEvidenceMakesTheSameIncidentsAgain) {
+  const Key blip{Key::kLink, 1}, fault{Key::kLink, 2};
+  // Per pass at 5 s steps: blip seen at 10..20, fault at 20..100.
+  auto feed = [&](IncidentTracker& t, double from, double to) {
+    for (double now = from; now <= to; now += 5) {
+      t.beginPass();
+      if (now >= 10 && now <= 20) t.observe(blip, weak(0.5), now);
+      if (now >= 20 && now <= 100) t.observe(fault, strong(0.9999), now);
+      t.endPass(now);
+    }
+  };
+  IncidentTracker first(60, 180, 30, 1e-5);
+  feed(first, 5, 200);
+  // What the database held at 90 s: the blip resolved at 80, the fault open.
+  IncidentTracker at90(60, 180, 30, 1e-5);
+  feed(at90, 5, 90);
+  IncidentTracker replayed(60, 180, 30, 1e-5);
+  replayed.restore({}, at90.all(), IncidentTracker::Evidence::kReplayed);
+  feed(replayed, 15, 200);  // the stream's horizon starts at 15 s
+  const std::vector<Incident> want = first.all(), got = replayed.all();
+  ASSERT_EQ(want.size(), 2u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].id, want[i].id);
+    EXPECT_EQ(got[i].opened_at, want[i].opened_at) << want[i].id;
+    EXPECT_EQ(got[i].localized_at, want[i].localized_at) << want[i].id;
+    EXPECT_EQ(got[i].resolved_at, want[i].resolved_at) << want[i].id;
+  }
+  // Evidence lost instead (gRPC): the open one's resolve clock restarts.
+  IncidentTracker lost(60, 180, 30, 1e-5);
+  lost.restore({}, at90.all(), IncidentTracker::Evidence::kLost);
+  feed(lost, 105, 200);  // restarted after the fault was last seen
+  ASSERT_EQ(lost.all().size(), 2u);
+  EXPECT_GT(*lost.all()[1].resolved_at, *want[1].resolved_at);
+}
+
+}  // namespace
+}  // namespace netdiag::analyzer

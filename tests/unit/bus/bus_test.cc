@@ -9,6 +9,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -430,6 +432,12 @@ class BusAgents final : public telemetry::RecordSink {
     ++probes_;
   }
   uint64_t probes() const { return probes_; }
+  // Once the simulation reaches time `t`: sends what is pending, waits for
+  // the stream to hold it, then calls `then` (the simulation waits for it).
+  void pauseAt(double t, std::function<void()> then) {
+    pause_at_ = t;
+    at_pause_ = std::move(then);
+  }
   void onPort(const telemetry::PortRecord& r) override {
     telemetry::PortRecord shifted = r;
     shifted.t += shift(r.t);
@@ -458,6 +466,11 @@ class BusAgents final : public telemetry::RecordSink {
     return *shift_;
   }
   v1::Batch& batch(topology::NodeId node, double t) {
+    if (t >= pause_at_) {
+      pause_at_ = std::numeric_limits<double>::infinity();
+      EXPECT_TRUE(finish());
+      at_pause_();
+    }
     if (t >= flushed_at_ + 1) {
       flush();
       flushed_at_ = t;
@@ -476,6 +489,8 @@ class BusAgents final : public telemetry::RecordSink {
   double flushed_at_ = -1e18;
   std::optional<double> shift_;
   uint64_t probes_ = 0;
+  double pause_at_ = std::numeric_limits<double>::infinity();
+  std::function<void()> at_pause_;
 };
 
 // What the rebuild is for: an analyzer that starts after another one had
@@ -578,6 +593,148 @@ faults:
   ASSERT_TRUE(waitFor([&] { return localizedId(*daemon) == id; })) << locate(*daemon).dump(1);
   daemon.reset();
   std::filesystem::remove(db);
+}
+
+// Replicas (docs/operations.md, "Two analyzers on one stream"): two
+// analyzers, each with its own durable consumer and database, read one
+// stream and make the same decisions, the same incident ids, kinds, links
+// and times, because their engines' clocks are the stream's. One of them
+// is restarted while the gray link is open and still agrees: on the
+// incident it had, and on what both decide after (the link resolving).
+TEST_F(Bus, TwoAnalyzersOnOneStreamDecideTheSameAlsoAcrossARestartOfOne) {
+  auto dbPath = [](const char* name) {
+    auto p = std::filesystem::temp_directory_path() /
+             ("netdiag_bus_replica_" + std::string(name) + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(p);
+    return p.string();
+  };
+  const std::string db_a = dbPath("a"), db_b = dbPath("b");
+  topology::LeafSpineParams params;
+  params.spines = 2;
+  params.leaves = 4;
+  params.hosts_per_leaf = 4;
+  const topology::Topology topo = topology::generateLeafSpine(params);
+  std::unique_ptr<Daemon> a, b;  // after topo: they must go first, even on failure
+  auto start = [&](const std::string& consumer, const std::string& db) {
+    DaemonOptions o;
+    o.grpc.address = "127.0.0.1:0";
+    o.web_listen = "127.0.0.1:0";
+    o.tick_s = 0.1;
+    o.live.db_path = db;
+    o.live.max_future_s = 3600;  // the simulation runs ahead of the wall clock
+    o.live.responder_port = collector::testing::freePort();
+    o.bus.emplace();
+    o.bus->bus = busOptions();
+    o.bus->bus.request_timeout_s = 20;
+    o.bus->consumer.durable = consumer;
+    std::string error;
+    auto d = Daemon::start(topo, o, &error);
+    EXPECT_TRUE(d) << error;
+    return d;
+  };
+  a = start("a", db_a);
+  b = start("b", db_b);
+  ASSERT_TRUE(a && b);
+  std::istringstream yaml(R"(name: gray
+duration_s: 330
+window_s: 5
+noise: {background_loss: 1.0e-5, path_unknown: 0.3}
+faults:
+  - kind: link_loss
+    link: {from: leaf, to: spine}
+    loss: 0.03
+    onset: 20
+    end: 150
+)");
+  sim::ScenarioLoad load = sim::loadScenario(yaml, "gray.yaml");
+  ASSERT_TRUE(load.errors.empty());
+  planner::Plan plan = planner::makePlan(topo, load.scenario.budget, {}, 1);
+  std::vector<topology::Diagnostic> errors;
+  auto simulator = sim::Simulator::create(topo, load.scenario, plan, {}, errors);
+  ASSERT_TRUE(simulator);
+  const std::string faulty = simulator->truth().faults.at(0).link;
+  auto incidents = [](Daemon& d) {
+    httplib::Client c("127.0.0.1", d.httpPort());
+    auto r = c.Get("/api/v1/incidents");
+    if (!r || r->status != 200) return nlohmann::json::array();
+    return nlohmann::json::parse(r->body).value("incidents", nlohmann::json::array());
+  };
+  auto localized = [&](Daemon& d) {
+    for (const auto& i : incidents(d)) {
+      if (i.value("link", "") == faulty && !i["localized_at"].is_null()) return i;
+    }
+    return nlohmann::json();
+  };
+  // The same incidents: ids, kinds, links; each time equal within a pass.
+  auto agree = [&](const nlohmann::json& x, const nlohmann::json& y, std::string* why) {
+    std::map<std::string, nlohmann::json> by_id;
+    for (const auto& i : y) by_id[i["id"].get<std::string>()] = i;
+    if (x.size() != y.size()) {
+      *why = "different counts";
+      return false;
+    }
+    for (const auto& i : x) {
+      auto it = by_id.find(i["id"].get<std::string>());
+      if (it == by_id.end()) {
+        *why = i["id"].get<std::string>() + " only on one";
+        return false;
+      }
+      const nlohmann::json& j = it->second;
+      if (i.value("kind", "") != j.value("kind", "") ||
+          i.value("link", "") != j.value("link", "")) {
+        *why = i["id"].get<std::string>() + " differs in kind or link";
+        return false;
+      }
+      for (const char* t : {"opened_at", "localized_at", "resolved_at"}) {
+        if (i[t].is_null() != j[t].is_null() ||
+            (!i[t].is_null() && std::abs(i[t].get<double>() - j[t].get<double>()) > 5)) {
+          *why = i["id"].get<std::string>() + " differs in " + t;
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  std::string id, why;
+  uint64_t probes = 0;
+  {
+    BusAgents agents(topo, busOptions());
+    agents.pauseAt(120, [&] {
+      // Both localized the link, as the same incident.
+      ASSERT_TRUE(waitFor([&] { return !localized(*a).is_null() && !localized(*b).is_null(); }))
+          << incidents(*a).dump(1) << incidents(*b).dump(1);
+      id = localized(*a)["id"].get<std::string>();
+      EXPECT_EQ(localized(*b)["id"], id);
+      // One restarts mid-fault: it keeps the incident and rebuilds the rest.
+      b.reset();
+      b = start("b", db_b);
+      ASSERT_TRUE(b);
+      ASSERT_TRUE(waitFor([&] { return localized(*b).value("id", "") == id; }))
+          << incidents(*b).dump(1);
+    });
+    simulator->run(agents);
+    ASSERT_TRUE(agents.finish());
+    probes = agents.probes();
+  }
+  ASSERT_FALSE(id.empty());
+  // Both take every record and see the link resolve after the fault ended.
+  for (Daemon* d : {a.get(), b.get()}) {
+    ASSERT_TRUE(waitFor([&] { return d->analyzer().counters().probes >= probes; }))
+        << d->analyzer().counters().probes << " of " << probes;
+    // (It resolves some 100 s of telemetry after the fault ended, well
+    // before the simulation's end.)
+    ASSERT_TRUE(waitFor([&] { return !localized(*d)["resolved_at"].is_null(); }))
+        << (d == a.get() ? "a " : "b ") << incidents(*d).dump(1);
+  }
+  EXPECT_EQ(a->analyzer().counters().probes, probes);
+  EXPECT_TRUE(waitFor([&] { return agree(incidents(*a), incidents(*b), &why); }))
+      << why << "\n"
+      << incidents(*a).dump(1) << "\n"
+      << incidents(*b).dump(1);
+  a.reset();
+  b.reset();
+  std::filesystem::remove(db_a);
+  std::filesystem::remove(db_b);
 }
 
 // The whole agent with `bus` set: its plan by request/reply, its port

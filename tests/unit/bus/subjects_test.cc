@@ -7,6 +7,7 @@
 
 #include "bus/connection.h"
 #include "bus/stream.h"
+#include "bus/tick.h"
 
 namespace netdiag::bus {
 namespace {
@@ -64,6 +65,20 @@ TEST(StreamLimits, KeepTheHorizonPlusTheOutageAtTheFabricsRate) {
   EXPECT_DOUBLE_EQ(l.max_age_s, 3780);
   EXPECT_EQ(l.max_bytes, static_cast<int64_t>(1.5 * 1e6 * 3780));
   EXPECT_EQ(deriveLimits(180, 0, 1).max_bytes, int64_t{64} << 20);  // a floor
+}
+
+// Tick markers: the period's multiple at or below the wall clock, a body
+// that says it back, and nothing else decodes.
+TEST(Ticks, RoundDownEncodeAndRefuseAnythingElse) {
+  EXPECT_DOUBLE_EQ(tickTime(1796547812.37, 1), 1796547812);
+  EXPECT_DOUBLE_EQ(tickTime(1796547812.37, 0.5), 1796547812);
+  EXPECT_EQ(encodeTick(1796547812), "1796547812.000");
+  EXPECT_EQ(decodeTick(encodeTick(1796547812.5)), 1796547812.5);
+  EXPECT_EQ((Subjects{"netdiag", "f1"}.tick()), "netdiag.f1.tick");
+  for (const char* bad : {"", "-1", "1e9", "nan", "inf", "1.2.3", " 5", "5 ", "0x10",
+                          "99999999999999999999999999999999999"}) {
+    EXPECT_FALSE(decodeTick(bad)) << bad;
+  }
 }
 
 }  // namespace
