@@ -230,7 +230,9 @@ void addExplainCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ExplainOptions>();
   auto* cmd = app.add_subcommand("explain", "All the evidence behind one incident");
   cmd->add_option("incident", o->id, "Incident id, e.g. inc-17")->required();
-  cmd->add_option("--analyzer", o->analyzer, "Analyzer HTTP address, e.g. http://127.0.0.1:9600");
+  cmd->add_option("--analyzer", o->analyzer,
+                  "Analyzer HTTP address, e.g. http://127.0.0.1:9600; a replica pair as A,B "
+                  "(the first that answers)");
   cmd->add_option("--db", o->db, "Read the analyzer's SQLite database instead (offline)");
   cmd->add_option("--topology", o->topology, "Topology file: adds the drain advice for the link");
   cmd->add_flag("--json", o->json, "Print the incident (and link state) as JSON");

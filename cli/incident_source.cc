@@ -16,9 +16,11 @@ namespace netdiag::cli {
 
 using nlohmann::json;
 
-std::optional<json> httpGetJson(const std::string& base_url, const std::string& path,
-                                std::string* error, int* status) {
-  if (status) *status = 0;
+namespace {
+
+std::optional<json> getOne(const std::string& base_url, const std::string& path, std::string* error,
+                           int* status, bool* answered) {
+  *answered = false;
   std::string base = base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (base.rfind("http://", 0) != 0 && base.rfind("https://", 0) != 0) base = "http://" + base;
@@ -36,6 +38,7 @@ std::optional<json> httpGetJson(const std::string& base_url, const std::string& 
              " error): is the analyzer running there?";
     return std::nullopt;
   }
+  *answered = true;
   if (status) *status = res->status;
   json body = json::parse(res->body, nullptr, false);
   if (res->status != 200) {
@@ -51,6 +54,32 @@ std::optional<json> httpGetJson(const std::string& base_url, const std::string& 
     return std::nullopt;
   }
   return body;
+}
+
+}  // namespace
+
+std::optional<json> httpGetJson(const std::string& base_urls, const std::string& path,
+                                std::string* error, int* status) {
+  if (status) *status = 0;
+  // A replica pair (docs/operations.md) is interchangeable: the first that
+  // answers at all is the answer, its errors included.
+  std::string failures;
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = base_urls.find(',', from);
+    const std::string url =
+        base_urls.substr(from, comma == std::string::npos ? comma : comma - from);
+    bool answered = false;
+    if (!url.empty()) {
+      auto body = getOne(url, path, error, status, &answered);
+      if (answered) return body;
+      failures += (failures.empty() ? "" : "; ") + *error;
+    }
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  *error = failures.empty() ? "no analyzer URL given" : failures;
+  return std::nullopt;
 }
 
 std::optional<IncidentSet> reportFromJson(const json& j, std::string* error) {

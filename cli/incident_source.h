@@ -23,8 +23,10 @@ struct IncidentSet {
 
 // GET base_url + path (base "http://host:port"); the parsed body of a 200
 // answer, else nullopt with *error naming the URL and the failure.
-// *status gets the HTTP status (0 when no answer came).
-std::optional<nlohmann::json> httpGetJson(const std::string& base_url, const std::string& path,
+// *status gets the HTTP status (0 when no answer came). `base_urls` may list
+// several analyzers, comma-separated (a replica pair): each is tried in
+// turn and the first that answers is used.
+std::optional<nlohmann::json> httpGetJson(const std::string& base_urls, const std::string& path,
                                           std::string* error, int* status = nullptr);
 
 // A formats.md §3 report: {"generated_at", "incidents": [...]}.

@@ -110,7 +110,9 @@ int runIncidents(const IncidentsOptions& o) {
 void addIncidentsCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<IncidentsOptions>();
   auto* cmd = app.add_subcommand("incidents", "The incident history, resolved incidents too");
-  cmd->add_option("--analyzer", o->analyzer, "Analyzer HTTP address, e.g. http://127.0.0.1:9600");
+  cmd->add_option("--analyzer", o->analyzer,
+                  "Analyzer HTTP address, e.g. http://127.0.0.1:9600; a replica pair as A,B "
+                  "(the first that answers)");
   cmd->add_option("--db", o->db, "Read the analyzer's SQLite database instead (offline)");
   cmd->add_flag("--json", o->json, "Print the incident report (formats.md §3) as JSON");
   cmd->add_flag("--open", o->open, "Only incidents not resolved");

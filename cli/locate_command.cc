@@ -150,7 +150,9 @@ void addLocateCommand(CLI::App& app, int& exit_code) {
       "locate",
       "What is wrong in the fabric now: open incidents, most urgent first (exit 1: a "
       "localized fault is open)");
-  cmd->add_option("--analyzer", o->analyzer, "Analyzer HTTP address, e.g. http://127.0.0.1:9600");
+  cmd->add_option("--analyzer", o->analyzer,
+                  "Analyzer HTTP address, e.g. http://127.0.0.1:9600; a replica pair as A,B "
+                  "(the first that answers)");
   cmd->add_option("--db", o->db, "Read the analyzer's SQLite database instead (offline)");
   cmd->add_flag("--json", o->json, "Print the incident report (formats.md §3) as JSON");
   cmd->add_option("--watch", o->watch_s, "Refresh every S seconds until interrupted")
