@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace netdiag::bus {
 namespace {
@@ -10,6 +12,17 @@ namespace {
 int64_t millis(double s) { return static_cast<int64_t>(std::llround(s * 1000)); }
 
 bool readable(const std::string& path) { return std::ifstream(path).good(); }
+
+// The servers of a comma-separated URL list (one for a single server).
+std::vector<std::string> splitUrls(const std::string& urls) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= urls.size();) {
+    const size_t end = std::min(urls.find(',', start), urls.size());
+    out.push_back(urls.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -26,27 +39,20 @@ std::string statusText(natsStatus s, const jsErrCode* code) {
 
 std::string redactedUrl(const std::string& url) {
   std::string out;
-  size_t start = 0;
-  while (start <= url.size()) {
-    const size_t end = std::min(url.find(',', start), url.size());
-    std::string one = url.substr(start, end - start);
+  for (std::string one : splitUrls(url)) {
     const size_t scheme = one.find("//");
     const size_t at = one.rfind('@');
     if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
       one = one.substr(0, scheme + 2) + "***" + one.substr(at);
     }
     out += (out.empty() ? "" : ",") + one;
-    start = end + 1;
   }
   return out;
 }
 
 std::string checkBusOptions(const BusOptions& o) {
   if (o.url.empty()) return "bus: no URL (nats://HOST:PORT)";
-  size_t start = 0;
-  while (start <= o.url.size()) {
-    const size_t end = std::min(o.url.find(',', start), o.url.size());
-    const std::string one = o.url.substr(start, end - start);
+  for (const std::string& one : splitUrls(o.url)) {
     if (one.rfind("nats://", 0) != 0 && one.rfind("tls://", 0) != 0) {
       return "bus URL \"" + redactedUrl(one) + "\": expected nats://HOST:PORT or tls://HOST:PORT";
     }
@@ -55,7 +61,6 @@ std::string checkBusOptions(const BusOptions& o) {
         one.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
       return "bus URL \"" + redactedUrl(one) + "\": needs a numeric port";
     }
-    start = end + 1;
   }
   if (std::string bad = checkSubjects(o.subjects); !bad.empty()) return bad;
   if (o.tls_cert.empty() != o.tls_key.empty()) {
@@ -84,7 +89,15 @@ std::unique_ptr<Connection> Connection::open(const BusOptions& o, std::string* e
   if (s != NATS_OK) return fail("options", s);
   natsOptions* opts = c->opts_;
   c->callback_ref_ = new StatusRef(c->status_);
-  if ((s = natsOptions_SetURL(opts, o.url.c_str())) != NATS_OK) return fail("URL", s);
+  // A cluster's list goes in as servers: nats.c 3.4 takes a comma-separated
+  // URL but then connects to none of it ("No server available").
+  const std::vector<std::string> urls = splitUrls(o.url);
+  std::vector<const char*> servers;
+  for (const std::string& u : urls) servers.push_back(u.c_str());
+  if ((s = natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()))) !=
+      NATS_OK) {
+    return fail("URL", s);
+  }
   if (!o.name.empty()) natsOptions_SetName(opts, o.name.c_str());
   natsOptions_SetTimeout(opts, millis(o.connect_timeout_s));
   natsOptions_SetReconnectWait(opts, millis(o.reconnect_wait_s));

@@ -76,14 +76,16 @@ class BusAgents final : public telemetry::RecordSink {
   }
   void onLldp(const telemetry::LldpRecord&) override {}
   // Sends what is pending; true once every spool is empty.
-  bool finish() {
+  bool finish(std::chrono::milliseconds limit = 30s) {
     flush();
-    return waitFor([&] {
-      for (auto& [n, a] : agents_) {
-        if (a.spool->batches() > 0) return false;
-      }
-      return true;
-    });
+    return waitFor(
+        [&] {
+          for (auto& [n, a] : agents_) {
+            if (a.spool->batches() > 0) return false;
+          }
+          return true;
+        },
+        limit);
   }
 
  private:

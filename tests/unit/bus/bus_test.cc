@@ -398,6 +398,77 @@ TEST(BusPermissions, AnAgentsUserMayPublishOnlyItsOwnSubjects) {
   daemon.reset();
 }
 
+// A 3-server JetStream cluster on loopback with the stream replicated on
+// all three (R3): one server killed while the agents stream loses no
+// record. Publishes it did not acknowledge stay in the agents' spools and
+// go to another server; the other replicas keep what was stored, and the
+// analyzer's connection and consumer move on.
+TEST(BusCluster, AServerKilledWhileStreamingLosesNoRecord) {
+  if (!bus::testing::natsServerInstalled()) GTEST_SKIP() << "nats-server not installed";
+  bus::testing::NatsCluster cluster;
+  cluster.start();
+  const topology::Topology topo = smallFabric();
+  bus::BusOptions options;
+  options.url = cluster.url();
+  options.subjects = {"netdiag", "test"};
+  options.request_timeout_s = 5;
+  options.reconnect_wait_s = 0.1;
+  DaemonOptions o;
+  o.grpc.address = "127.0.0.1:0";
+  o.web_listen = "127.0.0.1:0";
+  o.tick_s = 0.1;
+  o.live.max_future_s = 3600;  // the simulation runs ahead of the wall clock
+  o.live.responder_port = collector::testing::freePort();
+  o.bus.emplace();
+  o.bus->bus = options;
+  o.bus->replicas = 3;
+  o.log = [](const std::string& m) { std::cerr << "analyzer: " << m << '\n'; };
+  // The servers elect a JetStream leader after they start: until then the
+  // stream cannot be made.
+  std::unique_ptr<Daemon> daemon;
+  std::string error;
+  ASSERT_TRUE(waitFor([&] { return (daemon = Daemon::start(topo, o, &error)) != nullptr; }, 60s))
+      << error;
+  std::istringstream yaml(R"(name: quiet
+duration_s: 90
+window_s: 5
+noise: {background_loss: 1.0e-4}
+)");
+  sim::ScenarioLoad load = sim::loadScenario(yaml, "quiet.yaml");
+  ASSERT_TRUE(load.errors.empty());
+  planner::Plan plan = planner::makePlan(topo, load.scenario.budget, {}, 1);
+  std::vector<topology::Diagnostic> errors;
+  auto simulator = sim::Simulator::create(topo, load.scenario, plan, {}, errors);
+  ASSERT_TRUE(simulator);
+  uint64_t probes = 0;
+  {
+    BusAgents agents(topo, options);
+    agents.pauseAt(30, [&] {
+      // The stream's leader: the server whose loss matters most.
+      std::string err;
+      auto c = bus::Connection::open(options, &err);
+      ASSERT_TRUE(c) << err;
+      ASSERT_TRUE(waitFor([&] { return c->connected(); }));
+      jsStreamInfo* info = nullptr;
+      ASSERT_EQ(js_GetStreamInfo(&info, c->jetStream(), "NETDIAG_TEST", nullptr, nullptr), NATS_OK);
+      ASSERT_TRUE(info->Cluster != nullptr && info->Cluster->Leader != nullptr);
+      const std::string leader = info->Cluster->Leader;
+      EXPECT_EQ(info->Cluster->ReplicasLen, 2);  // and the leader: three copies
+      jsStreamInfo_Destroy(info);
+      c.reset();
+      ASSERT_EQ(leader.size(), 2u);
+      cluster.server(leader[1] - '0').stop(SIGKILL);
+    });
+    simulator->run(agents);
+    ASSERT_TRUE(agents.finish(120s));
+    probes = agents.probes();
+  }
+  ASSERT_GT(probes, 0u);
+  EXPECT_TRUE(waitFor([&] { return daemon->analyzer().counters().probes == probes; }, 120s))
+      << daemon->analyzer().counters().probes << " of " << probes;
+  daemon.reset();
+}
+
 // What the rebuild is for: an analyzer that starts after another one had
 // localized a gray link (a crash, an upgrade, a second replica) has that
 // link's evidence at once, from the stream, and the same incident.

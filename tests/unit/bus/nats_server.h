@@ -56,18 +56,21 @@ class NatsServer {
       ::_exit(127);
     }
   }
-  void stop() {
+  // SIGTERM (a clean shutdown), or SIGKILL (a crash).
+  void stop(int sig = SIGTERM) {
     if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
+    ::kill(pid_, sig);
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
+  int port() const { return port_; }
   std::string url(const std::string& userinfo = "") const {
     return "nats://" + (userinfo.empty() ? "" : userinfo + "@") +
            "127.0.0.1:" + std::to_string(port_);
   }
 
  private:
+  friend class NatsCluster;
   static int freeTcpPort() {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in sa{};
@@ -83,6 +86,39 @@ class NatsServer {
   std::filesystem::path dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+};
+
+// Three servers clustered on loopback (JetStream replicas up to 3), each
+// with its own store; url() lists all three, as clients of a cluster do.
+class NatsCluster {
+ public:
+  NatsCluster() {
+    for (int i = 0; i < 3; ++i) routes_[i] = NatsServer::freeTcpPort();
+  }
+  void start() {
+    for (int i = 0; i < 3; ++i) {
+      std::string config =
+          "server_name: n" + std::to_string(i) +
+          "\ncluster { name: netdiag, listen: 127.0.0.1:" + std::to_string(routes_[i]) +
+          ", routes: [";
+      for (int j = 0, n = 0; j < 3; ++j) {
+        if (j == i) continue;
+        config += (n++ ? ", \"" : "\"") + std::string("nats://127.0.0.1:") +
+                  std::to_string(routes_[j]) + "\"";
+      }
+      servers_[i].start(config + "] }");
+    }
+  }
+  NatsServer& server(int i) { return servers_[i]; }
+  std::string url() const {
+    std::string out;
+    for (const NatsServer& s : servers_) out += (out.empty() ? "" : ",") + s.url();
+    return out;
+  }
+
+ private:
+  NatsServer servers_[3];
+  int routes_[3] = {};
 };
 
 }  // namespace netdiag::bus::testing
