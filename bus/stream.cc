@@ -12,6 +12,37 @@ namespace {
 
 int64_t nanos(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
 
+// Push consumers with JetStream flow control: the server sends no more
+// than a window ahead of the flow-control requests we answered, and we
+// answer each when the handler gets to it (below), so a backlog waits in
+// the stream, not in the server's buffer for our connection (which would
+// overflow it: "Slow Consumer", and the connection is cut). Flow control
+// needs idle heartbeats.
+void flowControlled(jsConsumerConfig& cfg) {
+  cfg.FlowControl = true;
+  cfg.Heartbeat = nanos(5);
+}
+
+// A flow-control request or heartbeat (status 100, no data), answered
+// where it asks: true when `msg` was one.
+bool answerControl(Connection& connection, natsMsg* msg) {
+  if (natsMsg_GetDataLength(msg) != 0) return false;
+  const char* status = nullptr;
+  if (natsMsgHeader_Get(msg, "Status", &status) != NATS_OK || status == nullptr ||
+      std::string_view(status) != "100") {
+    return false;
+  }
+  const char* reply = natsMsg_GetReply(msg);
+  const char* stalled = nullptr;
+  if (reply != nullptr && *reply != '\0') {
+    natsConnection_Publish(connection.nats(), reply, nullptr, 0);  // flow control
+  } else if (natsMsgHeader_Get(msg, "Nats-Consumer-Stalled", &stalled) == NATS_OK &&
+             stalled != nullptr) {
+    natsConnection_Publish(connection.nats(), stalled, nullptr, 0);  // a lost answer
+  }
+  return true;
+}
+
 std::vector<std::string_view> tokens(std::string_view s) {
   std::vector<std::string_view> out;
   size_t start = 0;
@@ -126,6 +157,7 @@ std::unique_ptr<DurableConsumer> DurableConsumer::start(Connection& connection,
   cfg.AckWait = nanos(options.ack_wait_s);
   cfg.MaxAckPending = options.max_ack_pending;
   cfg.MaxDeliver = -1;
+  flowControlled(cfg);
   jsConsumerInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   natsStatus st = js_GetConsumerInfo(&info, connection.jetStream(), stream.c_str(),
@@ -190,6 +222,10 @@ namespace {
 // The delivery of `msg` (destroyed here), or null for a message that did
 // not come from the stream (an injected one: no one to answer).
 std::unique_ptr<Delivery> takeDelivery(Connection& connection, natsMsg* msg) {
+  if (answerControl(connection, msg)) {
+    natsMsg_Destroy(msg);
+    return nullptr;
+  }
   const char* reply = natsMsg_GetReply(msg);
   uint64_t delivered = 0, sequence = 0;
   std::unique_ptr<Delivery> d;
@@ -248,6 +284,19 @@ void stopSubscription(natsSubscription* sub) {
 
 }  // namespace
 
+std::optional<double> consumerIdleSeconds(Connection& connection, const std::string& durable) {
+  jsConsumerInfo* info = nullptr;
+  const std::string stream = connection.options().subjects.stream();
+  if (js_GetConsumerInfo(&info, connection.jetStream(), stream.c_str(), durable.c_str(), nullptr,
+                         nullptr) != NATS_OK) {
+    return std::nullopt;
+  }
+  const int64_t last_ns = info->AckFloor.Last != 0 ? info->AckFloor.Last : info->Created;
+  jsConsumerInfo_Destroy(info);
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::duration<double>(now).count() - static_cast<double>(last_ns) * 1e-9;
+}
+
 bool replayStream(Connection& connection, double back_s, int64_t max_ack_pending, double timeout_s,
                   const std::function<void(std::unique_ptr<Delivery>)>& handler, size_t* delivered,
                   std::string* error) {
@@ -283,6 +332,7 @@ bool replayStream(Connection& connection, double back_s, int64_t max_ack_pending
   cfg.OptStartTime =
       std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() - nanos(back_s);
   cfg.InactiveThreshold = nanos(30);  // the server drops it if we vanish
+  flowControlled(cfg);
   jsConsumerInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   st = js_AddConsumer(&info, connection.jetStream(), stream.c_str(), &cfg, nullptr, &code);

@@ -85,11 +85,12 @@ struct ConsumerOptions {
   double start_back_s = 180;
 };
 
-// A durable push consumer of every batch subject, created (or resumed as it
+// A durable push consumer of the whole stream (batches and ticks), created (or resumed as it
 // is: its ack wait and max_ack_pending are those it was created with, and
 // one that another analyzer is bound to is an error), with each delivery handed to `handler` on the
 // subscription's own thread, one at a time: a handler that blocks slows the delivery, and
-// max_ack_pending bounds what the server sends ahead. Stopping leaves the
+// max_ack_pending and JetStream flow control (each request answered when
+// the handler reaches it) bound what the server sends ahead. Stopping leaves the
 // durable consumer on the server, so a restart resumes where the
 // acknowledgements stopped.
 class DurableConsumer {
@@ -111,6 +112,12 @@ class DurableConsumer {
   natsSubscription* sub_ = nullptr;
   std::string deliver_subject_;
 };
+
+// Seconds since the durable consumer `durable` last moved its
+// acknowledgement floor (since it was made, when it never did); nullopt
+// when there is no such consumer or the server does not answer. A consumer
+// idle longer than the evidence horizon delivers that whole horizon itself.
+std::optional<double> consumerIdleSeconds(Connection& connection, const std::string& durable);
 
 // Reads the stream from `back_s` seconds ago up to its newest message at
 // the call, through an ephemeral consumer, each delivery to `handler` on the

@@ -91,7 +91,22 @@ std::unique_ptr<BusIngest> BusIngest::start(LiveAnalyzer& analyzer, BusIngestOpt
       },
       error);
   if (!b->plans_) return nullptr;
-  if (b->options_.rebuild) b->rebuild();
+  if (b->options_.rebuild) {
+    // A consumer idle for longer than the horizon delivers that horizon
+    // itself, in stream order. Replaying it first would move the stream's
+    // clock to now and turn the consumer's older backlog too_late.
+    const std::optional<double> idle =
+        bus::consumerIdleSeconds(*b->connection_, b->options_.consumer.durable);
+    if (idle && *idle >= b->options_.consumer.start_back_s) {
+      if (b->log_) {
+        b->log_("bus: consumer " + b->options_.consumer.durable + " was idle " +
+                std::to_string(std::llround(*idle)) +
+                " s, longer than the evidence horizon: it rebuilds the evidence itself, no replay");
+      }
+    } else {
+      b->rebuild();
+    }
+  }
   b->consumer_ = bus::DurableConsumer::start(
       *b->connection_, b->options_.consumer,
       [self](std::unique_ptr<bus::Delivery> d) { self->onDelivery(std::move(d)); }, error);

@@ -57,7 +57,8 @@ struct BusIngestOptions {
   // start_back_s (the evidence horizon) into the engine, so evidence lost
   // with the last process (a crash, an upgrade) is there again and a new
   // analyzer starts where a running one is. What the replay cannot rebuild
-  // is in docs/operations.md, "The bus".
+  // is in docs/operations.md, "The bus". Skipped when the durable consumer
+  // was idle longer than start_back_s: its own backlog holds that horizon.
   bool rebuild = true;
 };
 
