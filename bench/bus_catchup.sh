@@ -16,5 +16,5 @@ dir=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$nats" -a 127.0.0.1 -p "$port" -js -sd "$dir" -l "$dir/nats.log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 "$build/bench/bus_catchup" "$telemetry" --url "nats://127.0.0.1:$port" --fabric "$fabric"

@@ -75,8 +75,8 @@ std::unique_ptr<BusIngest> BusIngest::start(LiveAnalyzer& analyzer, BusIngestOpt
   }
   const bus::Subjects& subjects = b->options_.bus.subjects;
   if (b->log_) {
-    b->log_("bus: stream " + subjects.stream() + " (" + subjects.allBatches() + ") on " +
-            bus::redactedUrl(b->options_.bus.url) + " keeps " +
+    b->log_("bus: stream " + subjects.stream() + " (" + subjects.allBatches() + ", " +
+            subjects.tick() + ") on " + bus::redactedUrl(b->options_.bus.url) + " keeps " +
             std::to_string(std::llround(limits.max_age_s)) + " s, at most " +
             std::to_string(limits.max_bytes >> 20) + " MiB, " + std::to_string(limits.replicas) +
             " replica(s); duplicate window " +
