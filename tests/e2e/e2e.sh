@@ -41,6 +41,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/lib/fabric.sh"
 source "$HERE/lib/testlib.sh"
 source "$HERE/lib/snmp.sh"
+source "$HERE/lib/live.sh"
 
 NETDIAG=${1:-${NETDIAG:-$(command -v netdiag || true)}}
 TOPO=$HERE/fabric.yaml
@@ -64,7 +65,7 @@ fabric_use_run_prefix
 
 FABRIC_RUN=$(mktemp -d /tmp/nd-e2e.XXXXXX)
 chmod 755 "$FABRIC_RUN"
-ANALYZER_PID=""
+ANALYZER_EXTRA=(--collectors "$FABRIC_RUN/collectors.yaml")
 cleanup() {
   snmp_kill_pidfiles "$FABRIC_RUN/poller.pid"
   snmp_stop
@@ -87,63 +88,10 @@ done
 
 MGMT=$(fabric_mgmt_server_addr)
 API=http://127.0.0.1:$WEB_PORT
+AGENT_UPLINK=(--analyzer "$MGMT:$GRPC_PORT")
 
 # --- helpers ------------------------------------------------------------------
 
-in_mgmt() { ip netns exec "$FABRIC_MGMT_NS" "$@"; }
-api() { in_mgmt curl -sf --max-time 5 "$API$1"; }
-locate_json() { in_mgmt "$NETDIAG" locate --analyzer "$API" --json 2>>"$FABRIC_RUN/locate.err"; }
-all_incidents() { api "/api/v1/incidents?state=all"; }
-
-start_analyzer() {
-  # Not through a function: $! must be the analyzer itself (ip netns exec
-  # execs it), so that killing it kills the analyzer.
-  ip netns exec "$FABRIC_MGMT_NS" "$NETDIAG" analyzer --topology "$TOPO" --listen "$MGMT:$GRPC_PORT" \
-    --web.listen-address "127.0.0.1:$WEB_PORT" --db "$FABRIC_RUN/netdiag.db" \
-    --window "$WINDOW" --probe-rate "$PROBE_RATE" --flows-per-peer "$FLOWS_PER_PEER" \
-    --responder-port "$RESPONDER_PORT" --resolve-after "$RESOLVE_AFTER" --insecure \
-    --collectors "$FABRIC_RUN/collectors.yaml" \
-    >>"$FABRIC_RUN/analyzer.log" 2>&1 &
-  ANALYZER_PID=$!
-  local i
-  for i in $(seq 1 100); do
-    [[ $(in_mgmt curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$API/readyz") == 200 ]] && return 0
-    kill -0 "$ANALYZER_PID" 2>/dev/null || { echo "analyzer exited: $(tail -5 "$FABRIC_RUN/analyzer.log")"; return 1; }
-    sleep 0.2
-  done
-  echo "analyzer not ready after 20 s: $(tail -5 "$FABRIC_RUN/analyzer.log")"
-  return 1
-}
-
-start_agent() {  # node
-  local n=$1
-  ip netns exec "$(fabric_ns "$n")" "$NETDIAG" agent --node "$n" --analyzer "$MGMT:$GRPC_PORT" \
-    --spool-dir "$FABRIC_RUN/spool-$n" --metrics-address "127.0.0.1:$AGENT_METRICS_PORT" \
-    --batch-interval 1 --counters-interval 1 --path-refresh 20 \
-    >>"$FABRIC_RUN/agent-$n.log" 2>&1 &
-  echo $! >"$FABRIC_RUN/agent-$n.pid"
-}
-
-# Value of a metric (sum over its label sets) in a node's agent /metrics.
-agent_metric() {  # node name
-  fabric_exec "$1" curl -sf --max-time 3 "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
-    awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2; f = 1 } END { if (f) printf "%.0f\n", s; else print "NA" }'
-}
-analyzer_metric() {  # name
-  api /metrics | awk -v m="$1" '$1 == m || index($1, m "{") == 1 { s += $2; f = 1 } END { if (f) printf "%.0f\n", s; else print "NA" }'
-}
-# Waits until the analyzer's engine has made N more passes (at most T s).
-wait_passes() {  # N T
-  local p0 p t0=$SECONDS
-  p0=$(analyzer_metric netdiag_engine_passes_total)
-  [[ $p0 =~ ^[0-9]+$ ]] || return 1
-  while ((SECONDS - t0 < $2)); do
-    p=$(analyzer_metric netdiag_engine_passes_total)
-    [[ $p =~ ^[0-9]+$ ]] && ((p >= p0 + $1)) && return 0
-    sleep 1
-  done
-  return 1
-}
 # Nodes whose target the SNMP poller's last poll reached, sorted.
 snmp_targets_up() {
   in_mgmt curl -sf --max-time 3 "http://127.0.0.1:$POLLER_METRICS_PORT/metrics" |
@@ -151,9 +99,6 @@ snmp_targets_up() {
       print substr($1, RSTART + 8, RLENGTH - 9) }' | sort
 }
 
-# Localized link-fault incidents of a report, as "kind link" lines.
-localized_links() { jq -r '.incidents[]? | select(.localized_at != null and (.kind | startswith("link_"))) | "\(.kind) \(.link)"' | sort -u; }
-reverse_link() { local l=$1; echo "${l#*->}->${l%%->*}"; }
 
 # --- 0. the fabric, the analyzer, the agents -----------------------------------
 
@@ -177,16 +122,8 @@ else
 fi
 
 for n in "${FAB_NODES[@]}"; do start_agent "$n"; done
-t=$SECONDS; waiting=""
-while ((SECONDS - t < 60)); do
-  waiting=""
-  for n in "${FAB_NODES[@]}"; do
-    [[ $(agent_metric "$n" netdiag_agent_uplink_connected) == 1 && $(agent_metric "$n" netdiag_agent_plan_version) != 0 &&
-       $(agent_metric "$n" netdiag_agent_plan_version) != NA ]] || waiting+="$n "
-  done
-  [[ -z $waiting ]] && break
-  sleep 1
-done
+t=$SECONDS
+waiting=$(wait_agents 60)
 flows=0
 for n in $(fabric_hosts); do f=$(agent_metric "$n" netdiag_agent_flows); [[ $f =~ ^[0-9]+$ ]] && flows=$((flows + f)); done
 e2e_result "agents" "${#FAB_NODES[@]} agents connected with a plan, hosts probing" \

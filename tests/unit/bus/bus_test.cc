@@ -24,6 +24,7 @@
 
 #include "bus/connection.h"
 #include "bus/stream.h"
+#include "bus/tick.h"
 #include "collector/agent.h"
 #include "collector/bus_uplink.h"
 #include "planner/plan.h"
@@ -256,10 +257,15 @@ TEST_F(Bus, ABatchOnAnotherAgentsSubjectOrNotABatchIsRefusedAndNeverRedelivered)
   const bus::Subjects& s = busOptions().subjects;
   publish(s.batch(h_.other), spoofed.SerializeAsString());  // ...but on another's subject
   publish(s.batch(h_.agent), "\xff\xff not a batch");
+  // As large as the server takes (its max_payload), and junk.
+  publish(s.batch(h_.agent), std::string(static_cast<size_t>(c->maxPayload()) - 512, '\xff'));
+  // Tick markers: one that is no time, one far beyond the analyzer's clock.
+  publish(s.tick(), "soon");
+  publish(s.tick(), bus::encodeTick(wallNow() + 86400));
   ASSERT_TRUE(waitFor([&] {
     const std::string m = metrics(*daemon_);
-    return m.find("netdiag_bus_messages_total{result=\"refused\"} 1") != std::string::npos &&
-           m.find("netdiag_bus_messages_total{result=\"malformed\"} 1") != std::string::npos;
+    return m.find("netdiag_bus_messages_total{result=\"refused\"} 2") != std::string::npos &&
+           m.find("netdiag_bus_messages_total{result=\"malformed\"} 3") != std::string::npos;
   })) << metrics(*daemon_);
   EXPECT_EQ(daemon_->analyzer().counters().batches, 0u);
   EXPECT_EQ(daemon_->analyzer().counters().probes, 0u);
