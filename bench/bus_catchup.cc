@@ -13,6 +13,12 @@
 //      record and as a multiple of the fabric's real-time rate.
 //
 //   bus_catchup TELEMETRY_S --url nats://127.0.0.1:PORT [--fabric SPEC] [--agents N]
+//               [--rebuild]
+//
+// --rebuild: step 3 is instead a new analyzer (a consumer it never had)
+// rebuilding its evidence at start: the replay of the stream's last
+// horizon through a temporary consumer, which holds the whole backlog here
+// (published in the last minutes). The figures are then the replay's.
 //
 // Prints one JSON object on stdout (docs/benchmarks.md, "The bus").
 
@@ -149,14 +155,24 @@ int main(int argc, char** argv) {
   std::string url,
       fabric = "rail:sus=50,hosts_per_su=32,rails=8,spines=32,leaf_uplinks=32,cores=16";
   size_t agents = 64;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  bool rebuild = false;
+  for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--rebuild") {
+      rebuild = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      return 2;
+    }
+    ++i;
     if (a == "--url") {
-      url = argv[i + 1];
+      url = argv[i];
     } else if (a == "--fabric") {
-      fabric = argv[i + 1];
+      fabric = argv[i];
     } else if (a == "--agents") {
-      agents = std::strtoull(argv[i + 1], nullptr, 10);
+      agents = std::strtoull(argv[i], nullptr, 10);
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -229,7 +245,12 @@ int main(int argc, char** argv) {
   const double publish_s = std::chrono::duration<double>(Clock::now() - p0).count();
   c.reset();
 
-  // 3. The analyzer comes back and catches up.
+  // 3. The analyzer comes back and catches up; or, with --rebuild, a new
+  // one replays the stream's last horizon before anything else.
+  if (rebuild) {
+    o.bus->consumer.durable = "new-replica";
+    o.bus->rebuild = true;
+  }
   const double cpu0 = cpuSeconds();
   const auto t0 = Clock::now();
   auto daemon = server::Daemon::start(*topo, o, &error);
@@ -254,6 +275,7 @@ int main(int argc, char** argv) {
       {"nodes", topo->nodeCount()},
       {"telemetry_s", sc.duration_s},
       {"agents", agents},
+      {"mode", rebuild ? "rebuild (replay at start)" : "catch-up (durable consumer)"},
       {"records", pub.records()},
       {"messages", pub.messages()},
       {"bytes_per_record", static_cast<double>(pub.bytes()) / records},
