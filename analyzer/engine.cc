@@ -113,9 +113,14 @@ struct Engine::Impl {
       } else if (const auto opened = incidents.pendingSince(h.key); opened && f.mayPage()) {
         // The buckets after the one it opened in: loss that stopped there
         // (a start-up burst) is over, however strong the horizon holds it.
+        // But a fault that began later on the same link (its rate's stretch
+        // pages on its own) is judged from its onset: the clean time
+        // between would reject its rate and hold it forever.
+        double since = *opened + cfg.bucket_s;
+        if (h.onset_llr >= page_bar) since = std::max(since, h.onset);
         f.ended =
             recentlyBelow(evidence, h.key, recoveryFloor(f.loss_ratio.value_or(0), f.loss_interval),
-                          *opened + cfg.bucket_s, h.background);
+                          since, h.background);
       }
       if (incidents.observe(h.key, f, now)) {
         for (uint32_t i : h.certain) evidence.claim(i, encodeKey(h.key));

@@ -478,6 +478,10 @@ void Explainer::estimateLoss(Hypothesis& h, const Candidate& c, const Background
              round_trip = best->full.n2 + best->edge.n2 > 0;
   const double top = addedLossTop(one_way ? b.one_way : 0.0, round_trip ? b.round_trip : 0.0);
   h.loss = std::min(best->x, top);
+  // Stretch i: the newest i buckets whole, the (i+1)-th its edge.
+  const auto whole = static_cast<double>(best - stretches.begin());
+  h.onset = (static_cast<double>(all.newestBucket()) - whole + 1) * ev_.bucketWidth();
+  h.onset_llr = best->llr;
   // Over-dispersion: buckets of the stretch that vary more than binomial
   // counts at one rate would (flows of unequal exposure, losses shared
   // with other faults) widen the interval by their Pearson ratio (a

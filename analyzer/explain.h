@@ -64,6 +64,11 @@ struct Hypothesis {
   // (explain.cc, estimateLoss): what the incident states.
   double loss = 0;
   std::pair<double, double> loss_interval{0, 0};
+  // Where that rate shows from: a time in the oldest whole bucket of the
+  // stretch it was estimated on (the fault's onset, to a bucket), and the
+  // log-likelihood ratio of that stretch alone.
+  double onset = 0;
+  double onset_llr = 0;
   // The background those are added to (explain.cc, residualBackground).
   Background background;
   std::string alt_name;  // the strongest competing explanation, if any
@@ -118,7 +123,7 @@ std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainCon
 // m, none before `since`) rejects loss `x` on the hypothesis's link or
 // host: the fault it paged for has gone, though the horizon still
 // remembers it. `since` is when the fault was already on (its incident
-// opened): a longer stretch would mix in the clean time before it. The bar
+// paged, or its rate's onset): a longer stretch would mix in the clean time before it. The bar
 // is ln 99 plus ln of the stretches tried. `x` is added to `b`, the
 // background the hypothesis states its rate above.
 bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since,

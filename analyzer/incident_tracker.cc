@@ -110,7 +110,9 @@ std::optional<IncidentTracker::Paged> IncidentTracker::pagedLoss(const Key& key,
   if (!t.open && !(t.incident.resolved_at && now - *t.incident.resolved_at < horizon_s_)) {
     return std::nullopt;
   }
-  return Paged{t.paged_loss, t.incident.opened_at};
+  // Not since it opened: an incident a start-up burst opened and a fault
+  // a minute later paged would count the clean minute between as recovery.
+  return Paged{t.paged_loss, *t.incident.localized_at};
 }
 
 std::optional<double> IncidentTracker::pendingSince(const Key& key) const {

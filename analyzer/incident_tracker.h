@@ -81,7 +81,7 @@ class IncidentTracker {
   // or it resolved within the horizon (whose evidence still holds the fault).
   struct Paged {
     double loss;   // the rate to reject
-    double since;  // when the fault was on (the incident opened)
+    double since;  // when the fault was surely on (the incident paged)
   };
   std::optional<Paged> pagedLoss(const Key& key, double now) const;
   // When the incident of `key` opened, while it is open and has not paged.

@@ -174,6 +174,9 @@ while ((SECONDS - t < LOCATE_DEADLINE)); do
 done
 e2e_result "loss located" "locate --json names exactly $LOSS_LINK (link_loss) within ${LOCATE_DEADLINE} s" \
   "${found:+after $found s: }${seen:-nothing localized}" "$([[ -n $found ]]; echo $?)"
+# What held it, for the log: every incident with its summary.
+[[ -n $found ]] || all_incidents | jq -c '.incidents[]? | {id, kind, link, opened_at, localized_at,
+  resolved_at, candidates, summary: .evidence.summary}' >&2
 
 fabric_loss_del "$LOSS_NODE" "$LOSS_PORT"
 LOSS_REMOVED_AT=$SECONDS

@@ -788,6 +788,31 @@ TEST(EngineRules, ABurstThatIsOverBeforeItWouldPageNeverPages) {
   EXPECT_EQ(localized(l)[0].link, bad);
 }
 
+// The incident a start-up burst opened (and never paged) is the one a real
+// fault on the same link a minute later localizes, and keeps paging while
+// the fault lasts: the clean minute between is neither the end of the new
+// fault nor its recovery. (e2e: both of leaf0's uplinks opened at the
+// agents' start; 3 % loss on one of them, a minute later, was held unpaged
+// for two minutes.)
+TEST(EngineRules, AFaultAfterAStartUpBurstOnTheSameLinkPagesAndStaysOpen) {
+  Fabric f;
+  Script s(f);
+  const DirLinkId bad = f.dl("leaf2:swp3->spine1:swp2");
+  const DirLinkId sibling = f.dl("leaf2:swp4->spine2:swp2");
+  s.at = [&](double t, Mesh& m) {
+    m.loss.clear();
+    if (t <= 5) m.loss[bad] = m.loss[sibling] = 0.05;
+    if (t > 90) m.loss[bad] = 0.03;
+  };
+  Report r = runEngine(f.t, s.build(300));
+  ASSERT_EQ(localized(r).size(), 1u) << describe(f.t, r);
+  const Incident& inc = localized(r)[0];
+  EXPECT_EQ(inc.link, bad);
+  EXPECT_EQ(inc.kind, IncidentKind::kLinkLoss);
+  EXPECT_LE(*inc.localized_at, 90 + 30) << describe(f.t, r);
+  EXPECT_FALSE(inc.resolved_at) << describe(f.t, r);
+}
+
 // A restarted analyzer keeps its open incidents under their ids: the fault
 // still present is found again by the same incident, and one that ended
 // while the analyzer was down resolves a full resolve_after after the first
