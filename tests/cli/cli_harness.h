@@ -22,14 +22,22 @@ struct Outcome {
   std::string out, err;
 };
 
+// A file's whole text ("" when it cannot be read).
+inline std::string readFile(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 class CliTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("netdiag-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
+  // (Named here, not in SetUp: a fixture's members may take paths in it.)
+  CliTest()
+      : dir_(fs::temp_directory_path() /
+             ("netdiag-cli-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
+  void SetUp() override { fs::create_directories(dir_); }
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
@@ -38,12 +46,7 @@ class CliTest : public ::testing::Test {
     std::ofstream(path(name)) << text;
   }
 
-  static std::string slurp(const std::string& file) {
-    std::ifstream in(file);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  static std::string slurp(const std::string& file) { return readFile(file); }
 
   Outcome run(const std::string& args) const {
     std::string cmd = std::string(NETDIAG_BIN) + " " + args + " >" + path("stdout") + " 2>" +

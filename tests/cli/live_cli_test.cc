@@ -4,7 +4,6 @@
 // and a restarted analyzer still has the incident.
 
 #include <chrono>
-#include <regex>
 #include <thread>
 
 #include <httplib.h>
@@ -13,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cli/analyzer_process.h"
 #include "tests/cli/cli_harness.h"
 
 namespace netdiag::testing {
@@ -23,63 +23,9 @@ using nlohmann::json;
 
 class LiveCliTest : public CliTest {
  protected:
-  void TearDown() override {
-    stopAnalyzer();
-    CliTest::TearDown();
-  }
+  json get(const std::string& target) { return json::parse(analyzer_.get(target), nullptr, false); }
 
-  // Starts `netdiag analyzer` in the background on free ports and waits
-  // for its "listening" line.
-  void startAnalyzer(const std::string& args) {
-    fs::remove(path("analyzer.err"));  // the last run's "listening" line
-    grpc_port_ = http_port_ = 0;
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      std::string cmd = "exec " + std::string(NETDIAG_BIN) + " analyzer " + args +
-                        " --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0 >" +
-                        path("analyzer.out") + " 2>" + path("analyzer.err");
-      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    std::regex re(R"(grpc=127\.0\.0\.1:(\d+).* http=http://127\.0\.0\.1:(\d+))");
-    for (int i = 0; i < 300; ++i) {
-      std::smatch m;
-      std::string err = fs::exists(path("analyzer.err")) ? slurp(path("analyzer.err")) : "";
-      if (std::regex_search(err, m, re)) {
-        grpc_port_ = std::stoi(m[1]);
-        http_port_ = std::stoi(m[2]);
-        return;
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        FAIL() << "analyzer exited: " << err;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    FAIL() << "analyzer did not start: " << slurp(path("analyzer.err"));
-  }
-
-  int stopAnalyzer() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  json get(const std::string& target) {
-    httplib::Client c("127.0.0.1", http_port_);
-    c.set_read_timeout(10, 0);
-    auto r = c.Get(target.c_str());
-    if (!r) return json();
-    return json::parse(r->body, nullptr, false);
-  }
-
-  pid_t pid_ = -1;
-  int grpc_port_ = 0, http_port_ = 0;
+  AnalyzerProcess analyzer_{path("analyzer.out"), path("analyzer.err")};
 };
 
 TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
@@ -169,20 +115,19 @@ faults:
   // clocks run that far ahead of the analyzer's, by design.
   // 12 streams for 46 nodes: grouped synthetic agents, which the analyzer
   // accepts only when told so, loudly.
-  startAnalyzer("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db") +
-                " --max-future 3600 --accept-sim-agents 12");
-  ASSERT_GT(grpc_port_, 0);
+  ASSERT_TRUE(analyzer_.start("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db") +
+                              " --max-future 3600 --accept-sim-agents 12"));
   EXPECT_NE(slurp(path("analyzer.err")).find("WARNING: --accept-sim-agents 12"), std::string::npos);
   {
-    httplib::Client c("127.0.0.1", http_port_);
+    httplib::Client c("127.0.0.1", analyzer_.http_port);
     auto ready = c.Get("/readyz");
     ASSERT_TRUE(ready);
     EXPECT_EQ(ready->status, 200);
   }
 
   auto r = run("simulate --topology " + path("fabric.yaml") + " --scenario " + path("gray.yaml") +
-               " --truth " + path("truth.json") +
-               " --live 127.0.0.1:" + std::to_string(grpc_port_) + " --speed 0 --agents 12");
+               " --truth " + path("truth.json") + " --live 127.0.0.1:" +
+               std::to_string(analyzer_.grpc_port) + " --speed 0 --agents 12");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("over 12 agent stream(s)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--accept-sim-agents 12"), std::string::npos) << r.err;
@@ -208,11 +153,12 @@ faults:
   EXPECT_EQ(link["link"], faulty);
   EXPECT_EQ(link["incidents"][0], incident["id"]);
 
-  EXPECT_EQ(stopAnalyzer(), 0);
+  const int status = analyzer_.stop(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_NE(slurp(path("analyzer.err")).find("SIGTERM: shutting down"), std::string::npos);
 
   // A restarted analyzer keeps the incident (SQLite).
-  startAnalyzer("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db"));
+  ASSERT_TRUE(analyzer_.start("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db")));
   json all = get("/api/v1/incidents");
   ASSERT_TRUE(all.is_object());
   bool kept = false;

@@ -6,16 +6,15 @@
 // Issue #15, item 3.
 
 #include <chrono>
-#include <regex>
 #include <set>
 #include <thread>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cli/analyzer_process.h"
 #include "tests/cli/cli_harness.h"
 
 namespace netdiag::testing {
@@ -27,74 +26,22 @@ using nlohmann::json;
 class RestartCliTest : public CliTest {
  protected:
   void TearDown() override {
-    if (analyzer_ > 0) stop(analyzer_, SIGKILL);
-    if (sim_ > 0) stop(sim_, SIGKILL);
+    analyzer_.stop(SIGKILL);
+    if (sim_ > 0) {
+      ::kill(sim_, SIGKILL);
+      ::waitpid(sim_, nullptr, 0);
+    }
     CliTest::TearDown();
   }
 
-  pid_t spawn(const std::string& args, const std::string& log) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      const std::string cmd = "exec " + std::string(NETDIAG_BIN) + " " + args + " >" +
-                              path(log + ".out") + " 2>>" + path(log + ".err");
-      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    return pid;
-  }
-
-  static int stop(pid_t pid, int sig) {
-    ::kill(pid, sig);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return status;
-  }
-
-  // Starts the analyzer (on grpc_port_ once it is known) and waits for its
-  // "listening" line of this start.
-  void startAnalyzer() {
-    const size_t before = slurp(path("analyzer.err")).size();
-    const std::string listen = "127.0.0.1:" + std::to_string(grpc_port_);
+  // Starts the analyzer (on the gRPC port of the first start, once there
+  // is one: the agents reconnect to it).
+  ::testing::AssertionResult startAnalyzer() {
     // The telemetry runs at 10x: the default 60 s to resolve would be 6 s of
     // wall time, less than a restart and the agents' reconnect take under a
     // sanitizer on a busy machine, and the incident resolved in the gap.
-    analyzer_ = spawn("analyzer --topology " + path("fabric.yaml") + " --db " + path("netdiag.db") +
-                          " --resolve-after 300 --max-future 3600 --listen " + listen +
-                          " --web.listen-address 127.0.0.1:" + std::to_string(http_port_),
-                      "analyzer");
-    std::regex re(R"(grpc=127\.0\.0\.1:(\d+).* http=http://127\.0\.0\.1:(\d+))");
-    for (int i = 0; i < 600; ++i) {
-      const std::string err = slurp(path("analyzer.err"));
-      std::smatch m;
-      const std::string fresh = err.size() > before ? err.substr(before) : "";
-      if (std::regex_search(fresh, m, re)) {
-        grpc_port_ = std::stoi(m[1]);
-        http_port_ = std::stoi(m[2]);
-        return;
-      }
-      int status = 0;
-      if (::waitpid(analyzer_, &status, WNOHANG) == analyzer_) {
-        analyzer_ = -1;
-        FAIL() << "analyzer exited: " << fresh;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    FAIL() << "analyzer did not start: " << slurp(path("analyzer.err"));
-  }
-
-  std::string get(const std::string& target) {
-    httplib::Client c("127.0.0.1", http_port_);
-    c.set_read_timeout(10, 0);
-    auto r = c.Get(target.c_str());
-    return r && r->status == 200 ? r->body : "";
-  }
-
-  // Probe records this analyzer instance ingested (its counter starts at 0).
-  double ingested() {
-    const std::string m = get("/metrics");
-    std::smatch s;
-    static const std::regex re(R"(\nnetdiag_ingest_records_total\{kind="probe"\} ([0-9.e+]+))");
-    return std::regex_search(m, s, re) ? std::stod(s[1]) : 0;
+    return analyzer_.start("--topology " + path("fabric.yaml") + " --db " + path("netdiag.db") +
+                           " --resolve-after 300 --max-future 3600");
   }
 
   bool simRunning() {
@@ -106,9 +53,9 @@ class RestartCliTest : public CliTest {
     return sim_ > 0;
   }
 
-  pid_t analyzer_ = -1, sim_ = -1;
+  AnalyzerProcess analyzer_{path("analyzer.out"), path("analyzer.err")};
+  pid_t sim_ = -1;
   int sim_status_ = -1;
-  int grpc_port_ = 0, http_port_ = 0;
 };
 
 TEST_F(RestartCliTest, TenRestartsDuringAFaultPageNothingElseAndKeepTheIncident) {
@@ -126,17 +73,22 @@ faults:
     loss: 0.05
     onset: 20
 )");
-  startAnalyzer();
-  ASSERT_GT(grpc_port_, 0);
+  ASSERT_TRUE(startAnalyzer());
   // 10 telemetry seconds per wall second: 90 s of wall time, on every node's own stream.
-  sim_ = spawn("simulate --topology " + path("fabric.yaml") + " --scenario " + path("gray.yaml") +
-                   " --truth " + path("truth.json") +
-                   " --live 127.0.0.1:" + std::to_string(grpc_port_) + " --speed 10",
-               "sim");
+  sim_ = ::fork();
+  if (sim_ == 0) {
+    const std::string cmd = "exec " + std::string(NETDIAG_BIN) + " simulate --topology " +
+                            path("fabric.yaml") + " --scenario " + path("gray.yaml") + " --truth " +
+                            path("truth.json") +
+                            " --live 127.0.0.1:" + std::to_string(analyzer_.grpc_port) +
+                            " --speed 10 >" + path("sim.out") + " 2>" + path("sim.err");
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
 
   std::set<std::string> ids_on_faulty;
   auto firstIncident = [&]() -> json {
-    json j = json::parse(get("/api/v1/incidents"), nullptr, false);
+    json j = json::parse(analyzer_.get("/api/v1/incidents"), nullptr, false);
     return j.is_object() ? j : json();
   };
   // The fault is found before the first restart.
@@ -157,7 +109,7 @@ faults:
     // Wait until this instance ingests again (the agents reconnected), then kill it.
     bool flowing = false;
     for (int i = 0; i < 600 && simRunning(); ++i) {
-      if (ingested() > 2000) {
+      if (analyzer_.probesIngested() > 2000) {
         flowing = true;
         break;
       }
@@ -166,9 +118,8 @@ faults:
     ASSERT_TRUE(flowing) << "restart " << restart << ": no records after the restart, or the "
                          << "simulation ended too soon\n"
                          << slurp(path("sim.err"));
-    stop(analyzer_, restart % 2 == 0 ? SIGKILL : SIGTERM);
-    analyzer_ = -1;
-    startAnalyzer();
+    analyzer_.stop(restart % 2 == 0 ? SIGKILL : SIGTERM);
+    ASSERT_TRUE(startAnalyzer());
   }
   // The simulation ends with the fault still on; everything it sent is delivered.
   for (int i = 0; i < 3000 && simRunning(); ++i) std::this_thread::sleep_for(100ms);

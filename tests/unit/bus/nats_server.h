@@ -9,11 +9,11 @@
 #include <fstream>
 #include <string>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "tests/unit/collector/free_port.h"
 
 namespace netdiag::bus::testing {
 
@@ -50,6 +50,7 @@ class NatsServer {
     }
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that crashes takes its server along
       const std::string log = (dir_ / "nats.log").string();
       ::execl(kNatsServer, "nats-server", "-c", conf.c_str(), "-l", log.c_str(),
               static_cast<char*>(nullptr));
@@ -71,17 +72,7 @@ class NatsServer {
 
  private:
   friend class NatsCluster;
-  static int freeTcpPort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-    socklen_t len = sizeof sa;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    ::close(fd);
-    return ntohs(sa.sin_port);
-  }
+  static int freeTcpPort() { return collector::testing::freePort(SOCK_STREAM); }
 
   std::filesystem::path dir_;
   int port_ = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
-// A UDP port free on 127.0.0.1 right now, for tests on loopback sockets.
+// A port free on 127.0.0.1 right now (UDP, or TCP with SOCK_STREAM), for
+// tests on loopback sockets.
 
 #include <cstdint>
 
@@ -11,8 +12,8 @@
 
 namespace netdiag::collector::testing {
 
-inline uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+inline uint16_t freePort(int type = SOCK_DGRAM) {
+  int fd = ::socket(AF_INET, type, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
