@@ -1,7 +1,9 @@
 // `netdiag drain-plan --topology T LINK`: is it safe to drain (take out of
 // service) this link? The ECMP width left between the tiers it joins and the
-// hosts that would lose every path to some other host (topology/drain.h).
-// Exit 0 safe, 1 unsafe, 2 error.
+// hosts that would lose every path to some other host (topology/drain.h),
+// with the links out of service counted the way the analyzer counts them
+// (drain/context.h): those its open incidents report down (--analyzer or
+// --db) and those given with --down. Exit 0 safe, 1 unsafe, 2 error.
 
 #include <iostream>
 #include <memory>
@@ -10,7 +12,8 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "topology/drain.h"
+#include "cli/incident_source.h"
+#include "drain/context.h"
 #include "topology/loader.h"
 
 namespace netdiag::cli {
@@ -20,6 +23,8 @@ struct DrainOptions {
   std::string topology;
   std::string link;
   std::vector<std::string> down;
+  std::string analyzer;
+  std::string db;
   bool json = false;
 };
 
@@ -57,39 +62,47 @@ int runDrain(const DrainOptions& o) {
     std::cerr << "netdiag drain-plan: " << error << '\n';
     return kExitError;
   }
-  topology::Router router(topo);
+  if (!o.analyzer.empty() && !o.db.empty()) {
+    std::cerr << "netdiag drain-plan: give at most one of --analyzer URL or --db FILE\n";
+    return kExitError;
+  }
+  std::optional<IncidentSet> open;
+  if (!o.analyzer.empty()) {
+    auto body = httpGetJson(o.analyzer, "/api/v1/locate", &error);
+    if (body) open = reportFromJson(*body, &error);
+  } else if (!o.db.empty()) {
+    std::vector<std::string> problems;
+    store::IncidentQuery open_only;
+    open_only.only_open = true;
+    open = loadFromDb(o.db, open_only, &error, &problems);
+  }
+  if ((!o.analyzer.empty() || !o.db.empty()) && !open) {
+    std::cerr << "netdiag drain-plan: " << error << '\n';
+    return kExitError;
+  }
+  drain::Context context = open ? drainContextOf(topo, open->incidents) : drain::Context(topo);
   for (const auto& d : o.down) {
     auto l = parseLink(topo, d, &error);
     if (!l) {
       std::cerr << "netdiag drain-plan: --down: " << error << '\n';
       return kExitError;
     }
-    router.setLinkDown(*l, true);
+    context.takeOut(*l, drain::OutReason::kGiven);
   }
-  topology::DrainPlan plan = topology::planDrain(router, *link);
-  const auto& lk = topo.link(*link);
-  const std::string name = topo.portRef(lk.a) + "<->" + topo.portRef(lk.b);
+  const topology::DrainPlan plan = context.plan(*link);
+  const nlohmann::json j = context.planJson(plan);
   if (o.json) {
-    nlohmann::json hosts = nlohmann::json::array();
-    for (auto h : plan.stranded_hosts) hosts.push_back(topo.node(h).name);
-    nlohmann::json j = {{"link", name},
-                        {"safe", plan.safe},
-                        {"already_down", plan.already_down},
-                        {"lower", topo.node(plan.lower).name},
-                        {"upper", topo.node(plan.upper).name},
-                        {"lower_tier", plan.lower_tier},
-                        {"upper_tier", plan.upper_tier},
-                        {"ecmp_width_before", plan.width_before},
-                        {"ecmp_width_after", plan.width_after},
-                        {"stranded_hosts", hosts},
-                        {"summary", plan.summary}};
     std::cout << j.dump(2) << '\n';
   } else {
-    std::cout << "drain " << name << ": " << plan.summary << '\n';
+    std::cout << "drain " << j["link"].get<std::string>() << ": " << plan.summary << '\n';
     if (plan.stranded_hosts.size() > 3) {
       std::cout << "hosts that would lose every path to some hosts:";
       for (auto h : plan.stranded_hosts) std::cout << ' ' << topo.node(h).name;
       std::cout << '\n';
+    }
+    for (const auto& l : j["out_of_service"]) {
+      std::cout << "counted out of service: " << l["link"].get<std::string>() << " ("
+                << l["why"].get<std::string>() << ")\n";
     }
   }
   return plan.safe ? kExitOk : kExitFindings;
@@ -106,6 +119,10 @@ void addDrainCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("link", o->link, "The link: X:p->Y:q, X:p<->Y:q or one of its ports X:p")
       ->required();
   cmd->add_option("--down", o->down, "Links already down or drained (repeatable)");
+  cmd->add_option("--analyzer", o->analyzer,
+                  "Analyzer HTTP address: the links its open incidents report down count as out "
+                  "(A,B: the first that answers)");
+  cmd->add_option("--db", o->db, "The analyzer's SQLite database instead (offline)");
   cmd->add_flag("--json", o->json, "Print the plan as JSON");
   cmd->callback([o, &exit_code] { exit_code = runDrain(*o); });
 }

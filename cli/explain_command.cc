@@ -3,7 +3,9 @@
 // link against the fabric's background and its own reverse direction, the
 // port counters, the alternatives ruled out — from the incident's evidence
 // (database or analyzer) and, with --analyzer, the link's live tallies
-// (GET /api/v1/incidents/<id>). With --topology, the drain advice too.
+// (GET /api/v1/incidents/<id>). While it is open, the drain advice for its
+// link: the analyzer's, or with --db and --topology made the same way from
+// the database's open incidents (drain/context.h).
 
 #include <cstdio>
 #include <iostream>
@@ -13,7 +15,6 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/incident_source.h"
-#include "topology/drain.h"
 #include "topology/loader.h"
 
 namespace netdiag::cli {
@@ -132,13 +133,24 @@ void printLinkState(const json& link) {
   }
 }
 
+void printDrain(const json& drain) {
+  std::printf("\nDrain: %s\n", scalar(drain.value("summary", json("-"))).c_str());
+  std::string out;
+  for (const json& l : drain.value("out_of_service", json::array())) {
+    if (!l.is_object()) continue;
+    out += (out.empty() ? "" : ", ") + scalar(l.value("link", json("?"))) + " (" +
+           scalar(l.value("why", json("?"))) + ")";
+  }
+  if (!out.empty()) std::printf("  counted out of service: %s\n", out.c_str());
+}
+
 int runExplain(const ExplainOptions& o) {
   if (o.analyzer.empty() == o.db.empty()) {
     std::cerr << "netdiag explain: give exactly one of --analyzer URL or --db FILE\n";
     return kExitError;
   }
   std::string error;
-  json inc, link;
+  json inc, link, drain;
   if (!o.analyzer.empty()) {
     auto body = httpGetJson(o.analyzer, "/api/v1/incidents/" + o.id, &error);
     if (!body || !body->contains("incident") || !(*body)["incident"].is_object()) {
@@ -148,6 +160,7 @@ int runExplain(const ExplainOptions& o) {
     }
     inc = (*body)["incident"];
     if (body->contains("link") && (*body)["link"].is_object()) link = (*body)["link"];
+    if (body->contains("drain") && (*body)["drain"].is_object()) drain = (*body)["drain"];
   } else {
     auto one = loadOneFromDb(o.db, o.id, &error);
     if (!one) {
@@ -156,27 +169,34 @@ int runExplain(const ExplainOptions& o) {
     }
     inc = *one;
   }
-  std::optional<topology::DrainPlan> plan;
-  std::optional<topology::Topology> topo;
-  if (!o.topology.empty() && inc.contains("link") && inc["link"].is_string()) {
+  if (o.analyzer.empty() && !o.topology.empty() && isOpen(inc) && inc.contains("link") &&
+      inc["link"].is_string()) {
     auto loaded = topology::loadTopologyFile(o.topology);
     if (!loaded.ok()) {
       for (const auto& e : loaded.errors) std::cerr << e.str() << '\n';
       return kExitError;
     }
-    topo.emplace(std::move(loaded.topology));
-    auto d = topo->findDirLink(inc["link"].get<std::string>());
+    const topology::Topology& topo = loaded.topology;
+    auto d = topo.findDirLink(inc["link"].get<std::string>());
     if (!d) {
       std::cerr << "netdiag explain: " << o.topology << " has no link " << inc["link"] << '\n';
       return kExitError;
     }
-    topology::Router router(*topo);
-    plan = topology::planDrain(router, topology::Topology::linkOf(*d));
+    std::vector<std::string> problems;
+    store::IncidentQuery open_only;
+    open_only.only_open = true;
+    auto open = loadFromDb(o.db, open_only, &error, &problems);
+    if (!open) {
+      std::cerr << "netdiag explain: " << error << '\n';
+      return kExitError;
+    }
+    const drain::Context context = drainContextOf(topo, open->incidents);
+    drain = context.planJson(context.plan(topology::Topology::linkOf(*d)));
   }
   if (o.json) {
     json out = {{"incident", inc}};
     if (!link.is_null()) out["link"] = link;
-    if (plan) out["drain"] = {{"safe", plan->safe}, {"summary", plan->summary}};
+    if (!drain.is_null()) out["drain"] = drain;
     std::cout << out.dump(2) << '\n';
     return kExitOk;
   }
@@ -220,7 +240,7 @@ int runExplain(const ExplainOptions& o) {
               interval.c_str(), numberOr(inc, "confidence", "-", 4).c_str());
   printEvidence(inc);
   if (!link.is_null()) printLinkState(link);
-  if (plan) std::printf("\nDrain: %s\n", plan->summary.c_str());
+  if (!drain.is_null()) printDrain(drain);
   return kExitOk;
 }
 
@@ -234,7 +254,8 @@ void addExplainCommand(CLI::App& app, int& exit_code) {
                   "Analyzer HTTP address, e.g. http://127.0.0.1:9600; a replica pair as A,B "
                   "(the first that answers)");
   cmd->add_option("--db", o->db, "Read the analyzer's SQLite database instead (offline)");
-  cmd->add_option("--topology", o->topology, "Topology file: adds the drain advice for the link");
+  cmd->add_option("--topology", o->topology,
+                  "With --db: the topology file, for the drain advice (an analyzer gives its own)");
   cmd->add_flag("--json", o->json, "Print the incident (and link state) as JSON");
   cmd->callback([o, &exit_code] { exit_code = runExplain(*o); });
 }

@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include "analyzer/incident.h"
 #include "store/migrations.h"
 
 namespace netdiag::cli {
@@ -100,6 +101,19 @@ std::optional<IncidentSet> reportFromJson(const json& j, std::string* error) {
     set.incidents.push_back(i);
   }
   return set;
+}
+
+drain::Context drainContextOf(const topology::Topology& topo, const std::vector<json>& incidents) {
+  drain::Context context(topo);
+  for (const json& i : incidents) {
+    if (!i.is_object() || !i.contains("link") || !i["link"].is_string()) continue;
+    const auto kind = analyzer::parseKind(i.value("kind", ""));
+    if (!drain::takesLinkOut(kind, isLocalized(i), !isOpen(i))) continue;
+    if (auto d = topo.findDirLink(i["link"].get<std::string>())) {
+      context.takeOut(topology::Topology::linkOf(*d), drain::OutReason::kReportedDown);
+    }
+  }
+  return context;
 }
 
 std::optional<IncidentSet> loadFromDb(const std::string& file, const store::IncidentQuery& query,

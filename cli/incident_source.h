@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drain/context.h"
 #include "store/incident_store.h"
+#include "topology/model.h"
 
 namespace netdiag::cli {
 
@@ -40,6 +42,12 @@ std::optional<IncidentSet> loadFromDb(const std::string& file, const store::Inci
 // One incident's object, nullopt with *error when absent or unreadable.
 std::optional<nlohmann::json> loadOneFromDb(const std::string& file, const std::string& id,
                                             std::string* error);
+
+// The drain context of these formats.md §3 incidents: the links of the
+// open ones that take theirs out of service (drain/context.h). Incidents
+// naming a link `topo` does not have are skipped.
+drain::Context drainContextOf(const topology::Topology& topo,
+                              const std::vector<nlohmann::json>& incidents);
 
 // A time filter: an absolute telemetry time ("1700000000", "120.5") or an
 // age before `now` ("90s", "15m", "2h", "1d"). nullopt when malformed.

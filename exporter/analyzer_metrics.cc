@@ -13,6 +13,7 @@
 #include <prometheus/histogram.h>
 
 #include "analyzer/incident.h"
+#include "drain/context.h"
 #include "topology/drain.h"
 #include "topology/ecmp.h"
 
@@ -98,7 +99,6 @@ struct AnalyzerMetrics::Impl {
   const Topology& topo;
   MetricsOptions options;
   std::shared_ptr<prometheus::Registry> registry;
-  topology::Router router;
 
   // Link faults and suspects (one series per open incident).
   // (candidate: the members of ambiguity groups)
@@ -152,12 +152,12 @@ struct AnalyzerMetrics::Impl {
   prometheus::Gauge& last_update;
   prometheus::Gauge& up;
 
-  // Drain plans of the links with open incidents, made with the down links
-  // in `drain_down`: a plan walks the fabric (every host's reach), so it is
-  // made again only when its link is new or the down links changed, not
-  // every update. Holds only the links of the last update's incidents.
+  // Drain plans of the links with open incidents, made in `drain_context`:
+  // a plan walks the fabric (every host's reach), so it is made again only
+  // when its link is new or the links out of service changed, not every
+  // update. Holds only the links of the last update's incidents.
   std::unordered_map<topology::LinkId, topology::DrainPlan> drain_plans;
-  std::vector<topology::LinkId> drain_down;
+  drain::Context drain_context;
 
   std::unordered_set<std::string> seen_open;       // ids whose opening we have seen
   std::unordered_set<std::string> seen_localized;  // ids whose localization we have seen
@@ -167,7 +167,6 @@ struct AnalyzerMetrics::Impl {
       : topo(t),
         options(o),
         registry(std::move(reg)),
-        router(t),
         link_fault(
             *registry, "netdiag_link_fault",
             "A localized link fault (open incident): 1 per incident, labeled with the "
@@ -398,7 +397,8 @@ struct AnalyzerMetrics::Impl {
                .Name("netdiag_analyzer_up")
                .Help("1 while the analyzer runs and updates its metrics.")
                .Register(*registry)
-               .Add({})) {
+               .Add({})),
+        drain_context(t) {
     for (const auto& kind : kKinds) {
       for (const char* state : {"open", "localized"})
         open_incidents.Add({{"kind", kind}, {"state", state}});
@@ -435,21 +435,12 @@ struct AnalyzerMetrics::Impl {
   void incidents(const analyzer::Report& report, double now) {
     std::map<std::pair<std::string, std::string>, double> counts;
     std::vector<const analyzer::Incident*> link_open;
-    // Links reported down count as down for drain plans of the others.
-    for (topology::LinkId l = 0; l < topo.linkCount(); ++l) {
-      if (router.isDown(l)) router.setLinkDown(l, false);
-    }
     for (const auto& inc : report.incidents) {
       if (inc.resolved_at) continue;
       const std::string kind = analyzer::kindName(inc.kind);
       const std::string state = inc.localized_at ? "localized" : "open";
       counts[{kind, state}] += 1;
-      if (inc.link != topology::kNone) {
-        link_open.push_back(&inc);
-        if (inc.kind == analyzer::IncidentKind::kLinkDown && inc.localized_at) {
-          router.setLinkDown(Topology::linkOf(inc.link), true);
-        }
-      }
+      if (inc.link != topology::kNone) link_open.push_back(&inc);
       if (inc.node != topology::kNone && inc.localized_at &&
           inc.kind == analyzer::IncidentKind::kHostUnreachable) {
         host_unreachable.set({{"device", topo.node(inc.node).name}, {"incident", inc.id}}, 1);
@@ -462,21 +453,19 @@ struct AnalyzerMetrics::Impl {
       }
       observeDelays(inc, now);
     }
-    std::vector<topology::LinkId> down;
-    for (topology::LinkId l = 0; l < topo.linkCount(); ++l) {
-      if (router.isDown(l)) down.push_back(l);
-    }
-    if (down != drain_down) {
+    // Links out of service count as out for drain plans of the others.
+    drain::Context context = drain::Context::fromIncidents(topo, report.incidents);
+    if (!(context == drain_context)) {
       drain_plans.clear();
-      drain_down = std::move(down);
+      drain_context = std::move(context);
     }
     std::unordered_map<topology::LinkId, topology::DrainPlan> plans;
     for (const analyzer::Incident* inc : link_open) {
       const topology::LinkId l = Topology::linkOf(inc->link);
       if (plans.count(l)) continue;
       auto cached = drain_plans.find(l);
-      plans.emplace(l, cached != drain_plans.end() ? std::move(cached->second)
-                                                   : topology::planDrain(router, l));
+      plans.emplace(
+          l, cached != drain_plans.end() ? std::move(cached->second) : drain_context.plan(l));
     }
     drain_plans = std::move(plans);
     for (const auto& kind : kKinds) {

@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "analyzer/persist.h"
+#include "drain/context.h"
 #include "planner/fabric_index.h"
 #include "proto/convert.h"
 #include "server/dedup.h"
@@ -1022,6 +1023,12 @@ std::optional<nlohmann::json> LiveAnalyzer::incident(const std::string& id) cons
   out["incident"] = analyzer::incidentToJson(m.topo, *found);
   out["link"] = found->link != topology::kNone ? *link(m.topo.dirLinkName(found->link))
                                                : nlohmann::json(nullptr);
+  // Drain advice while it is open, with the links out of service now (the
+  // context the exporter's drain series use too).
+  if (found->link != topology::kNone && !found->resolved_at) {
+    const auto context = drain::Context::fromIncidents(m.topo, s->report.incidents);
+    out["drain"] = context.planJson(context.plan(topology::Topology::linkOf(found->link)));
+  }
   return out;
 }
 

@@ -1200,6 +1200,12 @@ faults:
   EXPECT_EQ(one["incident"]["link"], faulty);
   EXPECT_EQ(one["link"]["link"], faulty);
   EXPECT_GT(one["link"]["loss_ratio"].get<double>(), 0.01);
+  // Drain advice while it is open, counted in the shared drain context
+  // (drain/context.h): nothing is out of service here.
+  ASSERT_TRUE(one["drain"].is_object()) << one.dump(1);
+  EXPECT_EQ(one["drain"]["safe"], true) << one["drain"].dump();
+  EXPECT_NE(one["drain"]["summary"].get<std::string>().find(" keeps "), std::string::npos);
+  EXPECT_EQ(one["drain"]["out_of_service"], json::array());
 
   d.daemon->stop();
   d.daemon.reset();
