@@ -142,6 +142,19 @@ void printDrain(const json& drain) {
            scalar(l.value("why", json("?"))) + ")";
   }
   if (!out.empty()) std::printf("  counted out of service: %s\n", out.c_str());
+  const json decision = drain.value("decision", json::object());
+  if (!decision.is_object() || !decision.contains("checks")) return;
+  std::string failed;
+  for (const json& c : decision.value("checks", json::array())) {
+    if (!c.is_object() || c.value("ok", true)) continue;
+    failed += "\n    - " + scalar(c.value("name", json("?"))) + ": " +
+              scalar(c.value("detail", json("-")));
+  }
+  std::printf("  policy %s, verdict %s: %s%s\n", scalar(decision.value("mode", json("?"))).c_str(),
+              scalar(decision.value("verdict", json("?"))).c_str(),
+              decision.value("would_act", false) ? "every safety check holds (auto would drain it)"
+                                                 : "auto would not drain it:",
+              failed.c_str());
 }
 
 int runExplain(const ExplainOptions& o) {

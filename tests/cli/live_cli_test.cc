@@ -153,6 +153,14 @@ faults:
   EXPECT_EQ(link["link"], faulty);
   EXPECT_EQ(link["incidents"][0], incident["id"]);
 
+  // explain: the evidence and the analyzer's drain advice and decision.
+  auto explained = run("explain " + incident["id"].get<std::string>() +
+                       " --analyzer http://127.0.0.1:" + std::to_string(analyzer_.http_port));
+  EXPECT_EQ(explained.code, 0) << explained.err;
+  EXPECT_NE(explained.out.find("Drain: safe: "), std::string::npos) << explained.out;
+  EXPECT_NE(explained.out.find("policy advise, verdict advise"), std::string::npos)
+      << explained.out;
+
   const int status = analyzer_.stop(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_NE(slurp(path("analyzer.err")).find("SIGTERM: shutting down"), std::string::npos);

@@ -1206,6 +1206,16 @@ faults:
   EXPECT_EQ(one["drain"]["safe"], true) << one["drain"].dump();
   EXPECT_NE(one["drain"]["summary"].get<std::string>().find(" keeps "), std::string::npos);
   EXPECT_EQ(one["drain"]["out_of_service"], json::array());
+  // And what the drain policy decides, check by check: advise acts on
+  // nothing, whatever the checks say.
+  const json& decision = one["drain"]["decision"];
+  EXPECT_EQ(decision["mode"], "advise");
+  EXPECT_EQ(decision["verdict"], "advise");
+  ASSERT_TRUE(decision["checks"].is_array());
+  EXPECT_EQ(decision["checks"].size(), 11u) << decision.dump(1);
+  for (const auto& c : decision["checks"]) {
+    EXPECT_TRUE(c["name"].is_string() && c["ok"].is_boolean() && c["detail"].is_string());
+  }
 
   d.daemon->stop();
   d.daemon.reset();
