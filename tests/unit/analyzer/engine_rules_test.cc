@@ -805,8 +805,9 @@ TEST(EngineRules, AFaultAfterAStartUpBurstOnTheSameLinkPagesAndStaysOpen) {
     if (t > 90) m.loss[bad] = 0.03;
   };
   Report r = runEngine(f.t, s.build(300));
-  ASSERT_EQ(localized(r).size(), 1u) << describe(f.t, r);
-  const Incident& inc = localized(r)[0];
+  const std::vector<Incident> paged = localized(r);
+  ASSERT_EQ(paged.size(), 1u) << describe(f.t, r);
+  const Incident& inc = paged[0];
   EXPECT_EQ(inc.link, bad);
   EXPECT_EQ(inc.kind, IncidentKind::kLinkLoss);
   EXPECT_LE(*inc.localized_at, 90 + 30) << describe(f.t, r);
