@@ -15,6 +15,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "actuator/actuator.h"
+#include "actuator/frr_executor.h"
+#include "actuator/webhook_executor.h"
 #include "collector/agent_sources.h"
 #include "collector/bus_uplink.h"
 #include "collector/clock.h"
@@ -53,6 +56,8 @@ struct Agent::Impl {
   std::optional<bool> uplink_up;  // last state logged; unset until the first check
 
   std::unique_ptr<Spool> spool;
+  // Before the uplink, so it outlives the uplink's reader, which feeds it.
+  std::unique_ptr<actuator::Actuator> actuator;
   std::unique_ptr<Transport> uplink;  // gRPC to the analyzer, or the bus
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -78,6 +83,8 @@ struct Agent::Impl {
   prometheus::Gauge *g_plan = nullptr, *g_spool_batches = nullptr, *g_spool_bytes = nullptr,
                     *g_connected = nullptr, *g_resp_open = nullptr, *g_resp_allowed = nullptr,
                     *g_resp_global_rate = nullptr;
+  prometheus::Family<prometheus::Counter>* f_drain = nullptr;
+  std::map<std::pair<std::string, std::string>, TotalCounter> m_drain;
   uint64_t batches = 0;
 
   void logOnce(const std::string& msg) {
@@ -125,7 +132,35 @@ struct Agent::Impl {
                            "period, the previous plan's)");
     g_resp_global_rate = gauge("netdiag_agent_responder_global_rate_limit",
                                "Replies per second the responder sends to all sources together");
+    f_drain = &BuildCounter()
+                   .Name("netdiag_agent_drain_actions_total")
+                   .Help(
+                       "Drain actions from the analyzer by result (done, failed, refused) and "
+                       "refusal reason")
+                   .Register(*registry);
     source_metrics = std::make_unique<SourceMetrics>(*registry, "netdiag_agent");
+  }
+
+  // The drain actuator of the config, or nullptr and *error.
+  bool setupActuator(std::string* error) {
+    std::optional<actuator::DrainKey> key;
+    if (!cfg.drain_key_file.empty()) {
+      key = actuator::loadDrainKey(cfg.drain_key_file, error);
+      if (!key) return false;
+    }
+    std::unique_ptr<actuator::Executor> executor;
+    if (cfg.drain_executor == "frr") {
+      executor = std::make_unique<actuator::FrrExecutor>(
+          actuator::FrrOptions{cfg.drain_vtysh, cfg.drain_vty_socket, 10, cfg.drain_admin_down});
+    } else if (cfg.drain_executor == "webhook") {
+      executor = std::make_unique<actuator::WebhookExecutor>(
+          actuator::WebhookOptions{cfg.drain_webhook_url, 10});
+    }
+    actuator::ActuatorOptions ao;
+    ao.guard.node = cfg.node;
+    actuator = std::make_unique<actuator::Actuator>(ao, std::move(key), std::move(executor),
+                                                    [this](const std::string& m) { log(m); });
+    return true;
   }
 
   // Creates every registered source; false and *error when one cannot be.
@@ -182,6 +217,16 @@ struct Agent::Impl {
     m_up_split.set(static_cast<double>(u.split));
     m_up_oversized.set(static_cast<double>(u.oversized_records));
     m_batches.set(static_cast<double>(batches));
+    for (const auto& [k, n] : actuator->counts()) {
+      auto it = m_drain.find(k);
+      if (it == m_drain.end()) {
+        it = m_drain
+                 .emplace(k,
+                          TotalCounter{&f_drain->Add({{"result", k.first}, {"reason", k.second}})})
+                 .first;
+      }
+      it->second.set(static_cast<double>(n));
+    }
     std::vector<const Source*> all;
     for (const auto& s : sources) all.push_back(s.get());
     source_metrics->update(all);
@@ -259,6 +304,7 @@ struct Agent::Impl {
     const bool port_changed =
         !plan || plan->responder_port() != next.responder_port() || !responder;
     plan = std::move(next);
+    actuator->setOwnPorts({plan->monitored_ports().begin(), plan->monitored_ports().end()});
     log("plan version " + std::to_string(plan->version()) + ": " +
         std::to_string(plan->flows_size()) + " flows, " +
         std::to_string(plan->probes_per_second_per_flow()) + " probes/s per flow, window " +
@@ -302,7 +348,13 @@ struct Agent::Impl {
     for (const auto& s : sources) {
       if (s->interval() == 0) collect(*s);
     }
-    if (pending.probes_size() + pending.ports_size() + pending.lldp_size() == 0) return;
+    for (v1::ActionResult& r : actuator->takeResults())
+      *pending.add_action_results() = std::move(r);
+    if (pending.probes_size() + pending.ports_size() + pending.lldp_size() +
+            pending.action_results_size() ==
+        0) {
+      return;
+    }
     v1::Batch b;
     b.Swap(&pending);
     b.set_sent_at(wallNow());
@@ -421,6 +473,14 @@ std::unique_ptr<Agent> Agent::create(const AgentConfig& config, AgentLog log, st
   }
   impl->registry = std::make_shared<prometheus::Registry>();
   impl->setupMetrics();
+  if (!impl->setupActuator(error)) return nullptr;
+  if (config.drain_executor.empty()) {
+    impl->log("drain actions: refused (no drain_executor)");
+  } else {
+    impl->log("drain actions: carried out by " + config.drain_executor + ", key from " +
+              config.drain_key_file);
+  }
+  uo.on_action = [a = impl->actuator.get()](const v1::DrainAction& action) { a->offer(action); };
   if (!impl->createSources(error)) return nullptr;
   if (!config.metrics_address.empty()) {
     try {

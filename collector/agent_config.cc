@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "actuator/webhook_executor.h"
 #include "topology/display_text.h"
 
 namespace netdiag::collector {
@@ -132,6 +133,18 @@ const std::vector<AgentConfigKey>& agentConfigKeys() {
        "inbound probe rate)",
        &AgentConfig::responder_global_rate_limit},
       {"lldp", "capture LLDP on monitored ports (needs CAP_NET_RAW)", &AgentConfig::lldp},
+      {"drain_executor",
+       "how to carry out the analyzer's drain actions: frr or webhook (empty: refuse them)",
+       &AgentConfig::drain_executor},
+      {"drain_key_file", "the drain key shared with the analyzer (mode 600)",
+       &AgentConfig::drain_key_file},
+      {"drain_vtysh", "frr executor: the vtysh program", &AgentConfig::drain_vtysh},
+      {"drain_vty_socket", "frr executor: vtysh --vty_socket directory (empty: FRR's default)",
+       &AgentConfig::drain_vty_socket},
+      {"drain_admin_down", "frr executor: also shut the interface, not only its BGP session",
+       &AgentConfig::drain_admin_down},
+      {"drain_webhook_url", "webhook executor: http(s)://HOST[:PORT]/PATH to POST actions to",
+       &AgentConfig::drain_webhook_url},
   };
   return keys;
 }
@@ -252,6 +265,23 @@ std::vector<std::string> validateAgentConfig(const AgentConfig& c) {
   }
   if (!c.tls_cert.empty() && c.tls_ca.empty()) {
     errors.push_back("tls_cert: mutual TLS also needs tls_ca (to verify the analyzer)");
+  }
+  if (!c.drain_executor.empty()) {
+    if (c.drain_executor != "frr" && c.drain_executor != "webhook") {
+      errors.push_back("drain_executor: \"" + c.drain_executor + "\" is not frr or webhook");
+    }
+    if (c.drain_key_file.empty()) {
+      errors.push_back("drain_executor: needs drain_key_file (actions are signed with it)");
+    }
+    if (c.drain_executor == "webhook") {
+      const std::string bad = actuator::checkWebhookUrl(c.drain_webhook_url);
+      if (!bad.empty()) errors.push_back("drain_webhook_url: " + bad);
+    }
+    if (!c.bus.empty()) {
+      errors.push_back(
+          "drain_executor: drain actions come on the analyzer's gRPC stream, not "
+          "the bus");
+    }
   }
   return errors;
 }

@@ -41,6 +41,14 @@ struct AgentConfig {
   // max(kMinGlobalRateLimit, 4 x its inbound_probes_per_second).
   double responder_global_rate_limit = 0;
   bool lldp = true;  // capture LLDP on monitored ports (needs CAP_NET_RAW)
+  // Drain actions from the analyzer (actuator/): off unless an executor and
+  // the drain key are both given.
+  std::string drain_executor;  // "" (refuse every action), "frr" or "webhook"
+  std::string drain_key_file;  // the key shared with the analyzer (mode 600)
+  std::string drain_vtysh = "vtysh";
+  std::string drain_vty_socket;   // vtysh --vty_socket; empty: FRR's default
+  bool drain_admin_down = false;  // frr: also shut the interface
+  std::string drain_webhook_url;  // webhook: http(s)://HOST[:PORT]/PATH
 };
 
 // The floor of the responder's global rate limit sized to the plan, and

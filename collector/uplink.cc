@@ -63,6 +63,7 @@ std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint
   head.clear_probes();
   head.clear_ports();
   head.clear_lldp();
+  head.clear_action_results();
   head.set_seq(~uint64_t{0});  // room for any seq
   const size_t head_bytes = head.ByteSizeLong();
   head.set_seq(batch.seq());
@@ -92,6 +93,9 @@ std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint
   }
   for (const v1::LldpNeighbor& r : batch.lldp()) {
     if (v1::Batch* b = place(r.ByteSizeLong())) *b->add_lldp() = r;
+  }
+  for (const v1::ActionResult& r : batch.action_results()) {
+    if (v1::Batch* b = place(r.ByteSizeLong())) *b->add_action_results() = r;
   }
   if (parts.empty()) parts.push_back(head);
   return parts;
@@ -323,6 +327,9 @@ bool Uplink::serve() {
         got_ack = true;
       }
       cv_.notify_all();
+      if (options_.on_action) {
+        for (const v1::DrainAction& a : ack.actions()) options_.on_action(a);
+      }
     }
     {
       std::lock_guard rl(mu_);

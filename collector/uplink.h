@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,10 +76,13 @@ struct UplinkOptions {
   double plan_timeout_s = 5;  // deadline of fetchPlan()
   // Largest serialized batch sent (>= 1 KiB); larger ones are split.
   size_t max_batch_bytes = kMaxBatchBytes;
+  // Called (on the stream's reader thread, never under the uplink's lock)
+  // with every drain action an acknowledgement carries; unset: ignored.
+  std::function<void(const v1::DrainAction&)> on_action;
 };
 
 // `batch` as parts of at most `max_bytes` serialized each (with any seq),
-// its records in order, every other field copied; at least one part. A
+// its records (action results too) in order, every other field copied; at least one part. A
 // record that alone does not fit is left out and counted in *dropped.
 std::vector<v1::Batch> splitBatch(const v1::Batch& batch, size_t max_bytes, uint64_t* dropped);
 

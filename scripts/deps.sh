@@ -11,6 +11,8 @@ PACKAGES=(
   # libraries (see docs/architecture.md for who uses what)
   libyaml-dev libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libpcap-dev
   prometheus-cpp-dev libcpp-httplib-dev
+  # signed drain actions (actuator/): HMAC-SHA256
+  libssl-dev
   # the agents' wire (proto/)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libabsl-dev
   # tests and benchmarks

@@ -123,6 +123,30 @@ TEST(AgentConfig, ValidationNamesTheKeys) {
   EXPECT_TRUE(validateAgentConfig(c).empty());
 }
 
+TEST(AgentConfig, DrainActionsNeedAKnownExecutorAndTheKey) {
+  AgentConfig c;
+  c.node = "leaf0";
+  c.analyzer = "127.0.0.1:7600";
+  c.drain_executor = "ssh";
+  auto errors = validateAgentConfig(c);
+  EXPECT_TRUE(anyContains(errors, "drain_executor: \"ssh\" is not frr or webhook"));
+  EXPECT_TRUE(anyContains(errors, "drain_executor: needs drain_key_file"));
+  c.drain_executor = "webhook";
+  c.drain_key_file = "/etc/netdiag/drain.key";
+  c.drain_webhook_url = "ftp://x";
+  EXPECT_TRUE(anyContains(validateAgentConfig(c), "drain_webhook_url: webhook url"));
+  c.drain_webhook_url = "https://automation:8443/drain";
+  EXPECT_TRUE(validateAgentConfig(c).empty());
+  c.bus = "nats://127.0.0.1:4222";
+  EXPECT_TRUE(anyContains(validateAgentConfig(c), "not the bus"));
+  c = AgentConfig{};
+  c.node = "leaf0";
+  c.analyzer = "127.0.0.1:7600";
+  c.drain_executor = "frr";
+  c.drain_key_file = "k";
+  EXPECT_TRUE(validateAgentConfig(c).empty());
+}
+
 TEST(AgentConfig, FlagTextUsesTheSameParser) {
   AgentConfig c;
   EXPECT_EQ(setAgentConfigValue(c, "spool_max_bytes", "1G"), "");

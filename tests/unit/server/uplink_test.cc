@@ -111,6 +111,9 @@ class FakeCollector final : public v1::Collector::Service {
       a.set_epoch(b.epoch());
       a.set_seq(b.seq());
       a.set_duplicate(dup);
+      for (const v1::DrainAction& act : actions) *a.add_actions() = act;
+      actions.clear();
+      for (const v1::ActionResult& r : b.action_results()) results.push_back(r.nonce());
       pending.push_back(a);
       cv_.notify_all();
     }
@@ -162,6 +165,8 @@ class FakeCollector final : public v1::Collector::Service {
   size_t largest = 0;         // serialized bytes of the largest batch received
   size_t break_after = 0;
   bool hold_acks = false;
+  std::vector<v1::DrainAction> actions;  // sent with the next ack
+  std::vector<uint64_t> results;         // nonces of the action results received
 };
 
 struct Server {
@@ -270,6 +275,37 @@ TEST(Uplink, EpochComesFromTheSpoolNotTheWallClock) {
       << "the epoch looks like the wall clock";
 }
 
+TEST(Uplink, HandsTheActionsOfAnAckToItsHandlerAndSendsResultsInBatches) {
+  Server s;
+  s.start();
+  v1::DrainAction act;
+  act.set_port("h0:eth0");
+  act.set_nonce(77);
+  {
+    std::lock_guard lk(s.service.mu_);
+    s.service.actions = {act, act};
+  }
+  std::mutex mu;
+  std::vector<uint64_t> got;
+  UplinkOptions o = options(s.address());
+  o.on_action = [&](const v1::DrainAction& a) {
+    std::lock_guard lk(mu);
+    got.push_back(a.nonce());
+  };
+  CountSpool spool;
+  Uplink up(o, spool);
+  v1::Batch b = batchWithProbe(1);
+  b.add_action_results()->set_nonce(5);
+  up.send(b);
+  ASSERT_TRUE(waitFor([&] {
+    std::lock_guard lk(mu);
+    return got.size() == 2;
+  })) << up.lastError();
+  EXPECT_EQ(got, (std::vector<uint64_t>{77, 77}));
+  std::lock_guard lk(s.service.mu_);
+  EXPECT_EQ(s.service.results, (std::vector<uint64_t>{5}));
+}
+
 TEST(Uplink, ResendsUnacknowledgedBatchesAfterTheStreamBreaks) {
   Server s;
   s.service.break_after = 5;  // the 5th batch is received but never acked
@@ -365,8 +401,13 @@ v1::Batch batchOfProbes(size_t n, double t0 = 0) {
 TEST(SplitBatch, PartsStayWithinTheBoundAndKeepEveryRecordInOrder) {
   // splitBatch copies every field but the three record lists: a new field
   // of Batch must be looked at here (is it a record list?).
-  EXPECT_EQ(v1::Batch::descriptor()->field_count(), 8);  // topology (8) is copied with the head
+  EXPECT_EQ(v1::Batch::descriptor()->field_count(), 9);  // topology (8) is copied with the head
   v1::Batch b = batchOfProbes(3000);
+  for (int i = 0; i < 3; ++i) {
+    auto* r = b.add_action_results();  // each in one part, not in every one
+    r->set_nonce(static_cast<uint64_t>(i) + 1);
+    r->set_port("h0:eth0");
+  }
   for (int i = 0; i < 500; ++i) {
     auto* c = b.add_ports();
     c->set_port("h0:eth" + std::to_string(i));
