@@ -31,8 +31,15 @@ std::string mac(const DrainKey& key, std::string_view agent, const v1::DrainActi
 }  // namespace
 
 std::optional<DrainKey> loadDrainKey(const std::string& path, std::string* error) {
-  auto fail = [&](const std::string& what) -> std::optional<DrainKey> {
-    if (error) *error = "drain key " + path + ": " + what;
+  auto bytes = loadSecretFile(path, "drain key", error);
+  if (!bytes) return std::nullopt;
+  return DrainKey{std::move(*bytes)};
+}
+
+std::optional<std::string> loadSecretFile(const std::string& path, const std::string& name,
+                                          std::string* error) {
+  auto fail = [&](const std::string& what) -> std::optional<std::string> {
+    if (error) *error = name + " " + path + ": " + what;
     return std::nullopt;
   };
   struct stat st {};
@@ -58,7 +65,7 @@ std::optional<DrainKey> loadDrainKey(const std::string& path, std::string* error
   if (bytes.size() > kMaxDrainKeyBytes) {
     return fail("is larger than " + std::to_string(kMaxDrainKeyBytes) + " bytes");
   }
-  return DrainKey{std::move(bytes)};
+  return bytes;
 }
 
 std::string signedBytes(const v1::DrainAction& action, std::string_view agent) {

@@ -30,6 +30,11 @@ inline constexpr size_t kMaxDrainKeyBytes = 4096;
 // anyone on the switch can read lets anyone drain its links).
 std::optional<DrainKey> loadDrainKey(const std::string& path, std::string* error);
 
+// The same rules for any shared secret file (the analyzer's API token):
+// its bytes, or nullopt and *error starting with `what` and the path.
+std::optional<std::string> loadSecretFile(const std::string& path, const std::string& what,
+                                          std::string* error);
+
 // The bytes the mac covers: every field but mac, and `agent`, each
 // length-prefixed so no field can run into the next.
 std::string signedBytes(const v1::DrainAction& action, std::string_view agent);

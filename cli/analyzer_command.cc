@@ -47,6 +47,7 @@ struct AnalyzerOptions {
   std::string tls_cert, tls_key, tls_ca;
   bool insecure = false;
   std::string collectors;  // --collectors FILE
+  std::string drain_key, api_token_file;
   size_t accept_sim_agents = 0;
   size_t max_agent_streams = server::DaemonOptions{}.max_agent_streams;
   double agent_idle_timeout_s = server::DaemonOptions{}.agent_idle_timeout_s;
@@ -127,6 +128,8 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.live.collectors = std::move(collectors);
   d.live.accept_sim_agents = o.accept_sim_agents;
   d.web_listen = o.web_listen;
+  d.drain_key_file = o.drain_key;
+  d.api_token_file = o.api_token_file;
   d.delay_s = o.delay_s;
   d.live.max_future_s = o.max_future_s;
   d.live.queue_records = o.ingest_queue_records;
@@ -302,6 +305,13 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "YAML file of collector identities (not topology nodes, e.g. SNMP pollers) and "
                   "the nodes each may send port and LLDP records of (docs/operations.md)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--drain-key", o->drain_key,
+                  "File of the key drain actions are signed with, shared with the switch agents "
+                  "that carry them out (mode 600, 32+ bytes; docs/operations.md, Drain actions). "
+                  "Unset: no action is issued");
+  cmd->add_option("--api-token-file", o->api_token_file,
+                  "File of the bearer token the API's write endpoints need (mode 600, 32+ "
+                  "bytes). Unset: they answer 403");
   cmd->add_option("--max-agent-rate", o->max_agent_rate,
                   "Records per second each agent may send (0: no bound); beyond it its stream "
                   "waits (back-pressure: its spool holds the rest, nothing is dropped)")

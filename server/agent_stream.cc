@@ -146,6 +146,10 @@ void AgentStream::handle() {
     shared_.analyzer.streamOpened(agent_);
     opened_ = true;
   }
+  // Results of drain actions this agent was sent (only its own match).
+  if (shared_.outbox && batch_->action_results_size() > 0) {
+    shared_.outbox->onResults(batch_->agent(), batch_->action_results());
+  }
   if (shared_.rate.enabled()) {
     // Over its rate: the batch waits (no read meanwhile) before it is
     // ingested and acknowledged.
@@ -228,6 +232,7 @@ void AgentStream::acked(const Header& h, BatchResult r) {
       ack.set_seq(h.seq);
       ack.set_duplicate(r.duplicate);
       ack.set_topology(shared_.analyzer.topologyFingerprint());
+      if (shared_.outbox) shared_.outbox->attach(h.agent, ack);
       startWriteLocked(start);
     }
   }

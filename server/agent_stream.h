@@ -39,6 +39,7 @@
 
 #include "netdiag/v1/collector.grpc.pb.h"
 #include "server/agent_rate.h"
+#include "server/drain_outbox.h"
 #include "server/live_analyzer.h"
 
 namespace netdiag::server {
@@ -53,9 +54,10 @@ struct StreamShared {
   LogFn log;
   bool require_client_identity = false;
   AgentRateLimiter& rate;
-  size_t max_streams = 0;       // beyond it a stream is refused (RESOURCE_EXHAUSTED)
-  double idle_timeout_s = 0;    // CollectorService::closeIdleStreams (0: never)
-  std::atomic<size_t> open{0};  // streams admitted and alive now
+  size_t max_streams = 0;         // beyond it a stream is refused (RESOURCE_EXHAUSTED)
+  double idle_timeout_s = 0;      // CollectorService::closeIdleStreams (0: never)
+  DrainOutbox* outbox = nullptr;  // drain actions ride the acks (null: none)
+  std::atomic<size_t> open{0};    // streams admitted and alive now
   // The admitted streams until gRPC is done with them (their context is
   // valid while listed), for the idle sweep. Recursive: a cancel may run a
   // stream's reactions, OnDone included, on the cancelling thread.

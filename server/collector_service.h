@@ -38,14 +38,13 @@ class CollectorService final : public v1::Collector::CallbackService {
     // A stream that has waited this long for a batch is closed (0: never):
     // its agent is gone or stuck (closeIdleStreams).
     double idle_timeout_s = kDefaultIdleTimeoutS;
+    // Drain actions for agents, attached to their acks (null: none).
+    DrainOutbox* outbox = nullptr;
   };
   CollectorService(LiveAnalyzer& analyzer, LogFn log, const Options& o)
-      : rate_(o.max_agent_records_per_s, kRateBurstSeconds), shared_{analyzer,
-                                                                     std::move(log),
-                                                                     o.require_client_identity,
-                                                                     rate_,
-                                                                     o.max_streams,
-                                                                     o.idle_timeout_s} {}
+      : rate_(o.max_agent_records_per_s, kRateBurstSeconds),
+        shared_{analyzer,         std::move(log), o.require_client_identity, rate_, o.max_streams,
+                o.idle_timeout_s, o.outbox} {}
 
   grpc::ServerBidiReactor<v1::Batch, v1::Ack>* Stream(
       grpc::CallbackServerContext* context) override;

@@ -30,10 +30,23 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   d->analyzer_ = LiveAnalyzer::create(topo, o.live, d->registry_, o.clock, error, warnings);
   if (!d->analyzer_) return nullptr;
 
+  if (!o.drain_key_file.empty()) {
+    auto key = actuator::loadDrainKey(o.drain_key_file, error);
+    if (!key) return nullptr;
+    d->outbox_ = std::make_unique<DrainOutbox>(d->analyzer_->topology(), std::move(*key),
+                                               DrainOutboxOptions{}, o.clock, o.log);
+    d->outbox_->exportMetrics(*d->registry_);
+  }
+  std::optional<std::string> token;
+  if (!o.api_token_file.empty()) {
+    token = actuator::loadSecretFile(o.api_token_file, "API token", error);
+    if (!token) return nullptr;
+  }
   // HTTP first: /healthz answers and /readyz says 503 until agents can connect.
   Daemon* self = d.get();
   d->http_ = std::make_unique<HttpApi>(
-      *d->analyzer_, d->registry_, [self] { return self->ready_.load(); }, o.http);
+      *d->analyzer_, d->registry_, [self] { return self->ready_.load(); }, o.http,
+      HttpWrites{d->outbox_.get(), std::move(token)});
   if (std::string err = d->http_->start(o.web_listen); !err.empty()) {
     *error = err;
     return nullptr;
@@ -43,6 +56,7 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   streams.max_agent_records_per_s = o.live.accept_sim_agents > 0 ? 0 : o.max_agent_records_per_s;
   streams.max_streams = o.max_agent_streams;
   streams.idle_timeout_s = o.agent_idle_timeout_s;
+  streams.outbox = d->outbox_.get();
   d->service_ = std::make_unique<CollectorService>(*d->analyzer_, o.log, streams);
   d->service_->exportMetrics(*d->registry_);
   d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
@@ -77,6 +91,7 @@ void Daemon::clockLoop() {
     std::string err = analyzer_->tick(now - options_.delay_s);
     if (!err.empty() && options_.log) options_.log(err);
     service_->closeIdleStreams();
+    if (outbox_) outbox_->expire();
     lk.lock();
     cv_.wait_for(lk, period, [this] { return stopping_; });
   }

@@ -20,6 +20,7 @@
 
 #include "server/bus_ingest.h"
 #include "server/collector_service.h"
+#include "server/drain_outbox.h"
 #include "server/http_api.h"
 #include "server/live_analyzer.h"
 
@@ -42,6 +43,11 @@ struct DaemonOptions {
   // Agents' batches from a NATS JetStream bus as well (server/bus_ingest.h);
   // unset: gRPC only.
   std::optional<BusIngestOptions> bus;
+  // Drain actions (server/drain_outbox.h): the key they are signed with;
+  // empty: none are issued.
+  std::string drain_key_file;
+  // The bearer token of the API's write endpoints; empty: they answer 403.
+  std::string api_token_file;
   double delay_s = 2;             // the engine runs this far behind the wall clock
   double tick_s = 1;              // live clock period
   LogFn log;                      // diagnostics (malformed batches, persistence errors)
@@ -72,6 +78,7 @@ class Daemon {
   DaemonOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<LiveAnalyzer> analyzer_;
+  std::unique_ptr<DrainOutbox> outbox_;
   std::unique_ptr<CollectorService> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<HttpApi> http_;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <prometheus/text_serializer.h>
 #include <sys/socket.h>
@@ -372,11 +373,12 @@ bool splitHostPort(const std::string& address, std::string& host, int& port) {
 }
 
 HttpApi::HttpApi(LiveAnalyzer& analyzer, std::shared_ptr<prometheus::Registry> registry,
-                 std::function<bool()> ready, HttpLimits limits)
+                 std::function<bool()> ready, HttpLimits limits, HttpWrites writes)
     : analyzer_(analyzer),
       registry_(std::move(registry)),
       ready_(std::move(ready)),
       limits_(limits),
+      writes_(std::move(writes)),
       server_(std::make_unique<BoundedServer>(limits_)) {
   routes();
 }
@@ -464,6 +466,54 @@ void HttpApi::routes() {
                            analyzer_.topology().name + " (write it as X:p->Y:q)");
     }
     sendJson(res, *body);
+  });
+  s.Get("/api/v1/drain/actions", [this](const httplib::Request&, httplib::Response& res) {
+    if (!writes_.outbox) return sendJson(res, {{"actions", nlohmann::json::array()}});
+    sendJson(res, writes_.outbox->list());
+  });
+  // An operator's drain or restore of one switch port (docs/operations.md,
+  // "Drain actions"): needs the API token and the drain key.
+  s.Post("/api/v1/drain/actions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!writes_.token) {
+      return sendError(res, 403, "writes are off: start the analyzer with --api-token-file");
+    }
+    const std::string given = req.get_header_value("Authorization");
+    const std::string want = "Bearer " + *writes_.token;
+    if (given.size() != want.size() || CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return sendError(res, 401, "missing or wrong bearer token");
+    }
+    if (!writes_.outbox) {
+      return sendError(res, 409, "drain actions are off: start the analyzer with --drain-key");
+    }
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return sendError(res, 400, "the body is not a JSON object");
+    DrainRequest r;
+    auto text = [&](const char* key, std::string& into, bool required) {
+      auto it = body.find(key);
+      if (it == body.end()) return !required;
+      if (!it->is_string()) return false;
+      into = it->get<std::string>();
+      return true;
+    };
+    std::string op;
+    if (!text("port", r.port, true)) return sendError(res, 400, "port: a string \"node:port\"");
+    if (!text("op", op, true) || (op != "drain" && op != "restore")) {
+      return sendError(res, 400, "op: \"drain\" or \"restore\"");
+    }
+    r.op = op == "drain" ? v1::DrainAction::DRAIN : v1::DrainAction::RESTORE;
+    if (!text("reason", r.reason, false)) return sendError(res, 400, "reason: a string");
+    if (!text("by", r.by, false)) return sendError(res, 400, "by: a string");
+    if (r.by.empty()) r.by = "api";
+    r.by = "operator " + printable(r.by.substr(0, 64));
+    if (auto it = body.find("incident"); it != body.end()) {
+      if (!it->is_number_unsigned()) return sendError(res, 400, "incident: a positive integer");
+      r.incident = it->get<uint64_t>();
+    }
+    std::string error;
+    auto nonce = writes_.outbox->issue(r, &error);
+    if (!nonce) return sendError(res, 422, printable(error));
+    sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "waiting"}}, 202);
   });
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty())

@@ -23,11 +23,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include <prometheus/registry.h>
 
+#include "server/drain_outbox.h"
 #include "server/live_analyzer.h"
 
 namespace httplib {
@@ -49,11 +51,18 @@ struct HttpLimits {
   size_t max_metrics_bytes = 64 << 20;   // a larger /metrics body is refused (503)
 };
 
+// What the API may change, and who may: the drain outbox (null: no drain
+// key) and the bearer token of the write endpoints (unset: they answer 403).
+struct HttpWrites {
+  DrainOutbox* outbox = nullptr;
+  std::optional<std::string> token;
+};
+
 class HttpApi {
  public:
   // `ready` says whether /readyz answers 200 (topology loaded, gRPC up).
   HttpApi(LiveAnalyzer& analyzer, std::shared_ptr<prometheus::Registry> registry,
-          std::function<bool()> ready, HttpLimits limits = {});
+          std::function<bool()> ready, HttpLimits limits = {}, HttpWrites writes = {});
   ~HttpApi();  // stop()
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
@@ -71,6 +80,7 @@ class HttpApi {
   std::shared_ptr<prometheus::Registry> registry_;
   std::function<bool()> ready_;
   const HttpLimits limits_;
+  const HttpWrites writes_;
   std::mutex metrics_mu_;  // one /metrics serialization at a time
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
