@@ -48,6 +48,7 @@ struct AnalyzerOptions {
   bool insecure = false;
   std::string collectors;  // --collectors FILE
   std::string drain_key, api_token_file;
+  std::string drain_policy = "advise";
   size_t accept_sim_agents = 0;
   size_t max_agent_streams = server::DaemonOptions{}.max_agent_streams;
   double agent_idle_timeout_s = server::DaemonOptions{}.agent_idle_timeout_s;
@@ -129,6 +130,9 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.live.accept_sim_agents = o.accept_sim_agents;
   d.web_listen = o.web_listen;
   d.drain_key_file = o.drain_key;
+  d.drain_policy.mode = o.drain_policy == "auto"      ? drain::Mode::kAuto
+                        : o.drain_policy == "approve" ? drain::Mode::kApprove
+                                                      : drain::Mode::kAdvise;
   d.api_token_file = o.api_token_file;
   d.delay_s = o.delay_s;
   d.live.max_future_s = o.max_future_s;
@@ -309,6 +313,12 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
                   "File of the key drain actions are signed with, shared with the switch agents "
                   "that carry them out (mode 600, 32+ bytes; docs/operations.md, Drain actions). "
                   "Unset: no action is issued");
+  cmd->add_option("--drain-policy", o->drain_policy,
+                  "What to do with a link incident every drain safety check allows: advise (show "
+                  "the decision), approve (drain once a person approves), auto (drain). approve "
+                  "and auto need --drain-key (docs/operations.md, Drain policy)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"advise", "approve", "auto"}));
   cmd->add_option("--api-token-file", o->api_token_file,
                   "File of the bearer token the API's write endpoints need (mode 600, 32+ "
                   "bytes). Unset: they answer 403");

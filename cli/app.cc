@@ -28,6 +28,7 @@ int run(int argc, char** argv) {
   addIncidentsCommand(app, exit_code);
   addExplainCommand(app, exit_code);
   addDrainCommand(app, exit_code);
+  addDrainActionsCommand(app, exit_code);
   addAgentCommand(app, exit_code);
   addPollCommand(app, exit_code);
   addAnalyzerCommand(app, exit_code);

@@ -16,6 +16,7 @@ void addLocateCommand(CLI::App& app, int& exit_code);
 void addIncidentsCommand(CLI::App& app, int& exit_code);
 void addExplainCommand(CLI::App& app, int& exit_code);
 void addDrainCommand(CLI::App& app, int& exit_code);
+void addDrainActionsCommand(CLI::App& app, int& exit_code);
 void addAgentCommand(CLI::App& app, int& exit_code);
 void addAnalyzerCommand(CLI::App& app, int& exit_code);
 void addPollCommand(CLI::App& app, int& exit_code);

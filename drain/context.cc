@@ -11,6 +11,8 @@ const char* outReasonName(OutReason why) {
       return "reported_down";
     case OutReason::kGiven:
       return "given";
+    case OutReason::kDrained:
+      return "drained";
   }
   return "?";
 }

@@ -8,7 +8,8 @@
 // link could be safe to drain on a dashboard and unsafe in the CLI.
 //
 // A link is out when its counters report it down (an open, localized
-// link_down incident) or when the operator names it (drain-plan --down).
+// link_down incident), when the operator names it (drain-plan --down), or
+// when netdiag drained it (server/drain_coordinator.h).
 
 #include <cstdint>
 #include <map>
@@ -24,8 +25,9 @@
 
 namespace netdiag::drain {
 
-enum class OutReason : uint8_t { kReportedDown, kGiven };
-// "reported_down", "given".
+// kDrained: drained (or being drained) by netdiag's own action.
+enum class OutReason : uint8_t { kReportedDown, kGiven, kDrained };
+// "reported_down", "given", "drained".
 const char* outReasonName(OutReason why);
 
 // Whether an incident takes its link out of service for drain plans.

@@ -244,6 +244,22 @@ void AgentStream::acked(const Header& h, BatchResult r) {
   release();
 }
 
+void AgentStream::pushActions(const std::string& agent) {
+  if (!shared_.outbox) return;
+  bool start = false;
+  {
+    std::lock_guard lk(mu_);
+    if (agent_ != agent || finished_ || writes_failed_ || !status_.ok()) return;
+    v1::Ack ack;
+    shared_.outbox->attach(agent_, ack);
+    if (ack.actions_size() == 0) return;
+    ack.set_topology(shared_.analyzer.topologyFingerprint());
+    acks_.push_back(std::move(ack));
+    startWriteLocked(start);
+  }
+  if (start) StartWrite(&writing_);
+}
+
 void AgentStream::startWriteLocked(bool& start) {
   if (write_in_flight_ || acks_.empty()) return;
   writing_ = std::move(acks_.front());

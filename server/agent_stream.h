@@ -93,6 +93,10 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::Batch, v1::Ack> {
   bool idleFor(int64_t now_ns, int64_t timeout_ns) const;
   void closeIdle();
   std::string describe() const;  // its agent and peer, for logs
+  // Under StreamShared::streams_mu: when this stream is `agent`'s, writes
+  // the drain actions waiting for it at once, on an ack of their own
+  // (epoch and seq 0, which acknowledge no batch).
+  void pushActions(const std::string& agent);
   static int64_t steadyNs();
 
  private:

@@ -47,6 +47,11 @@ void CollectorService::exportMetrics(prometheus::Registry& registry) {
            .Add({});
 }
 
+void CollectorService::pushActions(const std::string& agent) {
+  std::lock_guard lk(shared_.streams_mu);
+  for (AgentStream* s : shared_.streams) s->pushActions(agent);
+}
+
 void CollectorService::closeIdleStreams() {
   if (shared_.idle_timeout_s <= 0) return;
   const int64_t now = AgentStream::steadyNs();

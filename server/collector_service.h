@@ -63,6 +63,10 @@ class CollectorService final : public v1::Collector::CallbackService {
   // it, but is off (collector_service.cc says why).
   void closeIdleStreams();
 
+  // Writes the drain actions waiting for `agent` on its open stream now,
+  // rather than with its next ack (the outbox calls it on each issue).
+  void pushActions(const std::string& agent);
+
  private:
   AgentRateLimiter rate_;
   StreamShared shared_;

@@ -27,16 +27,27 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   d->options_ = std::move(options);
   DaemonOptions& o = d->options_;
   d->registry_ = std::make_shared<prometheus::Registry>();
-  d->analyzer_ = LiveAnalyzer::create(topo, o.live, d->registry_, o.clock, error, warnings);
-  if (!d->analyzer_) return nullptr;
-
   if (!o.drain_key_file.empty()) {
     auto key = actuator::loadDrainKey(o.drain_key_file, error);
     if (!key) return nullptr;
-    d->outbox_ = std::make_unique<DrainOutbox>(d->analyzer_->topology(), std::move(*key),
-                                               DrainOutboxOptions{}, o.clock, o.log);
+    d->outbox_ =
+        std::make_unique<DrainOutbox>(topo, std::move(*key), DrainOutboxOptions{}, o.clock, o.log);
     d->outbox_->exportMetrics(*d->registry_);
+  } else if (o.drain_policy.mode != drain::Mode::kAdvise) {
+    *error = std::string("--drain-policy ") + drain::modeName(o.drain_policy.mode) +
+             " acts on switches: it needs --drain-key";
+    return nullptr;
   }
+  d->coordinator_ =
+      std::make_unique<DrainCoordinator>(topo, o.drain_policy, d->outbox_.get(), o.log);
+  d->coordinator_->exportMetrics(*d->registry_);
+  o.live.drain_view = [c = d->coordinator_.get(), pass_s = o.live.engine.pass_interval_s](
+                          const analyzer::Incident& i, const analyzer::Report& r) {
+    return c->view(i, r, pass_s);
+  };
+  d->analyzer_ = LiveAnalyzer::create(topo, o.live, d->registry_, o.clock, error, warnings);
+  if (!d->analyzer_) return nullptr;
+
   std::optional<std::string> token;
   if (!o.api_token_file.empty()) {
     token = actuator::loadSecretFile(o.api_token_file, "API token", error);
@@ -46,7 +57,7 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   Daemon* self = d.get();
   d->http_ = std::make_unique<HttpApi>(
       *d->analyzer_, d->registry_, [self] { return self->ready_.load(); }, o.http,
-      HttpWrites{d->outbox_.get(), std::move(token)});
+      HttpWrites{d->outbox_.get(), d->coordinator_.get(), std::move(token)});
   if (std::string err = d->http_->start(o.web_listen); !err.empty()) {
     *error = err;
     return nullptr;
@@ -59,6 +70,10 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   streams.outbox = d->outbox_.get();
   d->service_ = std::make_unique<CollectorService>(*d->analyzer_, o.log, streams);
   d->service_->exportMetrics(*d->registry_);
+  if (d->outbox_) {
+    d->outbox_->onIssue(
+        [svc = d->service_.get()](const std::string& agent) { svc->pushActions(agent); });
+  }
   d->grpc_ = startGrpcServer(*d->service_, o.grpc, &d->grpc_port_, error);
   if (!d->grpc_) return nullptr;
   if (o.bus) {
@@ -92,6 +107,7 @@ void Daemon::clockLoop() {
     if (!err.empty() && options_.log) options_.log(err);
     service_->closeIdleStreams();
     if (outbox_) outbox_->expire();
+    coordinator_->onPass(analyzer_->snapshot()->report, options_.live.engine.pass_interval_s);
     lk.lock();
     cv_.wait_for(lk, period, [this] { return stopping_; });
   }

@@ -20,6 +20,7 @@
 
 #include "server/bus_ingest.h"
 #include "server/collector_service.h"
+#include "server/drain_coordinator.h"
 #include "server/drain_outbox.h"
 #include "server/http_api.h"
 #include "server/live_analyzer.h"
@@ -46,6 +47,9 @@ struct DaemonOptions {
   // Drain actions (server/drain_outbox.h): the key they are signed with;
   // empty: none are issued.
   std::string drain_key_file;
+  // What the analyzer does with a drainable incident (drain/policy.h):
+  // advise (default), approve (needs the key), auto (needs the key).
+  drain::Policy drain_policy;
   // The bearer token of the API's write endpoints; empty: they answer 403.
   std::string api_token_file;
   double delay_s = 2;             // the engine runs this far behind the wall clock
@@ -77,8 +81,10 @@ class Daemon {
 
   DaemonOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<LiveAnalyzer> analyzer_;
+  // Before the analyzer, which asks the coordinator for its drain views.
   std::unique_ptr<DrainOutbox> outbox_;
+  std::unique_ptr<DrainCoordinator> coordinator_;
+  std::unique_ptr<LiveAnalyzer> analyzer_;
   std::unique_ptr<CollectorService> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<HttpApi> http_;

@@ -41,7 +41,7 @@ std::optional<uint64_t> DrainOutbox::issue(const DrainRequest& request, std::str
   if (request.op != v1::DrainAction::DRAIN && request.op != v1::DrainAction::RESTORE) {
     return fail("op must be drain or restore");
   }
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   if (waiting_.size() >= options_.max_waiting) {
     return fail(std::to_string(waiting_.size()) + " actions are waiting for their agents already");
   }
@@ -68,6 +68,8 @@ std::optional<uint64_t> DrainOutbox::issue(const DrainRequest& request, std::str
          (request.incident ? " (incident " + std::to_string(request.incident) + ")" : "") +
          " issued by " + (request.by.empty() ? "?" : request.by) + " for agent " + node.name);
   }
+  lk.unlock();
+  if (wake_) wake_(node.name);
   return nonce;
 }
 
@@ -136,6 +138,17 @@ void DrainOutbox::finishLocked(Entry e, const std::string& state, const std::str
 void DrainOutbox::countLocked(const std::string& result) {
   auto it = counters_.find(result);
   if (it != counters_.end()) it->second->Increment();
+}
+
+std::string DrainOutbox::stateOf(uint64_t nonce, std::string* detail) const {
+  std::lock_guard lk(mu_);
+  if (auto it = waiting_.find(nonce); it != waiting_.end()) return it->second.state;
+  for (const Entry& e : recent_) {
+    if (e.action.nonce() != nonce) continue;
+    if (detail) *detail = e.detail;
+    return e.state;
+  }
+  return "";
 }
 
 nlohmann::json DrainOutbox::list() const {

@@ -58,6 +58,10 @@ class DrainOutbox {
   // and *error (an unknown port, a host's port, too many waiting).
   std::optional<uint64_t> issue(const DrainRequest& request, std::string* error);
 
+  // Called (outside the outbox's lock) with the agent of every action
+  // issued, so its stream can take it at once; set before agents connect.
+  void onIssue(std::function<void(const std::string& agent)> wake) { wake_ = std::move(wake); }
+
   // Moves the actions waiting for `agent` onto `ack`.
   void attach(const std::string& agent, v1::Ack& ack);
 
@@ -68,6 +72,10 @@ class DrainOutbox {
   // Ends the actions past their validity (and a grace for the result to
   // travel) as expired. The daemon calls it every tick.
   void expire();
+
+  // The state of the action `nonce` ("waiting", "sent", "done", "failed",
+  // "refused", "expired"; "" once it left the recent list) and its detail.
+  std::string stateOf(uint64_t nonce, std::string* detail = nullptr) const;
 
   // The waiting and recent actions, newest first.
   nlohmann::json list() const;
@@ -95,6 +103,7 @@ class DrainOutbox {
   const DrainOutboxOptions options_;
   std::function<double()> clock_;
   std::function<void(const std::string&)> log_;
+  std::function<void(const std::string&)> wake_;
   mutable std::mutex mu_;
   std::mt19937_64 rng_;
   std::map<uint64_t, Entry> waiting_;  // by nonce

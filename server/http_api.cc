@@ -343,6 +343,24 @@ void sendError(httplib::Response& res, int status, const std::string& message) {
   sendJson(res, {{"error", message}}, status);
 }
 
+// A string member of a JSON body: false when it is not a string, or
+// missing and required.
+bool textField(const nlohmann::json& body, const char* key, std::string& into, bool required) {
+  auto it = body.find(key);
+  if (it == body.end()) return !required;
+  if (!it->is_string()) return false;
+  into = it->get<std::string>();
+  return true;
+}
+
+// Who asked, for the logs and the audit: the body's "by" as the token
+// holder names themselves.
+std::string operatorName(const nlohmann::json& body) {
+  std::string by;
+  if (!textField(body, "by", by, false) || by.empty()) by = "api";
+  return "operator " + printable(by.substr(0, 64));
+}
+
 constexpr const char* kLanding = R"(<!doctype html>
 <html><head><title>netdiag analyzer</title></head>
 <body><h1>netdiag analyzer</h1>
@@ -351,6 +369,7 @@ constexpr const char* kLanding = R"(<!doctype html>
 <li><a href="/api/v1/locate">/api/v1/locate</a>: incidents open now</li>
 <li><a href="/api/v1/incidents">/api/v1/incidents</a>: every incident (<code>?since=T&amp;kind=K&amp;state=open|all</code>)</li>
 <li><code>/api/v1/incidents/&lt;id&gt;</code>, <code>/api/v1/links/&lt;X:p-&gt;Y:q&gt;</code></li>
+<li><a href="/api/v1/drain">/api/v1/drain</a>: the drain policy, links netdiag drained, actions</li>
 <li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
 <li><a href="/healthz">/healthz</a>, <a href="/readyz">/readyz</a></li>
 </ul></body></html>
@@ -370,6 +389,27 @@ bool splitHostPort(const std::string& address, std::string& host, int& port) {
     return false;
   port = std::stoi(digits);
   return port <= 65535 && !host.empty();
+}
+
+bool HttpApi::writable(const httplib::Request& req, httplib::Response& res,
+                       nlohmann::json& body) const {
+  if (!writes_.token) {
+    sendError(res, 403, "writes are off: start the analyzer with --api-token-file");
+    return false;
+  }
+  const std::string given = req.get_header_value("Authorization");
+  const std::string want = "Bearer " + *writes_.token;
+  if (given.size() != want.size() || CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    sendError(res, 401, "missing or wrong bearer token");
+    return false;
+  }
+  body = nlohmann::json::parse(req.body.empty() ? std::string("{}") : req.body, nullptr, false);
+  if (!body.is_object()) {
+    sendError(res, 400, "the body is not a JSON object");
+    return false;
+  }
+  return true;
 }
 
 HttpApi::HttpApi(LiveAnalyzer& analyzer, std::shared_ptr<prometheus::Registry> registry,
@@ -471,49 +511,65 @@ void HttpApi::routes() {
     if (!writes_.outbox) return sendJson(res, {{"actions", nlohmann::json::array()}});
     sendJson(res, writes_.outbox->list());
   });
-  // An operator's drain or restore of one switch port (docs/operations.md,
-  // "Drain actions"): needs the API token and the drain key.
+  // The write endpoints (docs/operations.md, "Drain actions"): each needs
+  // the API token; their bodies are JSON objects.
   s.Post("/api/v1/drain/actions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!writes_.token) {
-      return sendError(res, 403, "writes are off: start the analyzer with --api-token-file");
-    }
-    const std::string given = req.get_header_value("Authorization");
-    const std::string want = "Bearer " + *writes_.token;
-    if (given.size() != want.size() || CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      return sendError(res, 401, "missing or wrong bearer token");
-    }
+    nlohmann::json body;
+    if (!writable(req, res, body)) return;
     if (!writes_.outbox) {
       return sendError(res, 409, "drain actions are off: start the analyzer with --drain-key");
     }
-    const auto body = nlohmann::json::parse(req.body, nullptr, false);
-    if (!body.is_object()) return sendError(res, 400, "the body is not a JSON object");
     DrainRequest r;
-    auto text = [&](const char* key, std::string& into, bool required) {
-      auto it = body.find(key);
-      if (it == body.end()) return !required;
-      if (!it->is_string()) return false;
-      into = it->get<std::string>();
-      return true;
-    };
     std::string op;
-    if (!text("port", r.port, true)) return sendError(res, 400, "port: a string \"node:port\"");
-    if (!text("op", op, true) || (op != "drain" && op != "restore")) {
+    if (!textField(body, "port", r.port, true)) {
+      return sendError(res, 400, "port: a string \"node:port\"");
+    }
+    if (!textField(body, "op", op, true) || (op != "drain" && op != "restore")) {
       return sendError(res, 400, "op: \"drain\" or \"restore\"");
     }
     r.op = op == "drain" ? v1::DrainAction::DRAIN : v1::DrainAction::RESTORE;
-    if (!text("reason", r.reason, false)) return sendError(res, 400, "reason: a string");
-    if (!text("by", r.by, false)) return sendError(res, 400, "by: a string");
-    if (r.by.empty()) r.by = "api";
-    r.by = "operator " + printable(r.by.substr(0, 64));
+    if (!textField(body, "reason", r.reason, false)) return sendError(res, 400, "reason: a string");
     if (auto it = body.find("incident"); it != body.end()) {
       if (!it->is_number_unsigned()) return sendError(res, 400, "incident: a positive integer");
       r.incident = it->get<uint64_t>();
     }
+    r.by = operatorName(body);
     std::string error;
     auto nonce = writes_.outbox->issue(r, &error);
     if (!nonce) return sendError(res, 422, printable(error));
     sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "waiting"}}, 202);
+  });
+  s.Post(R"(/api/v1/incidents/([^/]+)/approve)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           nlohmann::json body;
+           if (!writable(req, res, body)) return;
+           std::string error;
+           auto nonce = writes_.coordinator->approve(req.matches[1], analyzer_.snapshot()->report,
+                                                     operatorName(body), &error);
+           if (!nonce) return sendError(res, 422, printable(error));
+           sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "draining"}}, 202);
+         });
+  s.Post("/api/v1/drain/undo", [this](const httplib::Request& req, httplib::Response& res) {
+    nlohmann::json body;
+    if (!writable(req, res, body)) return;
+    std::string link, error;
+    if (!textField(body, "link", link, true)) return sendError(res, 400, "link: \"X:p->Y:q\"");
+    auto nonce = writes_.coordinator->undo(link, operatorName(body), &error);
+    if (!nonce) return sendError(res, 422, printable(error));
+    sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "restoring"}}, 202);
+  });
+  s.Post("/api/v1/drain/freeze", [this](const httplib::Request& req, httplib::Response& res) {
+    nlohmann::json body;
+    if (!writable(req, res, body)) return;
+    auto it = body.find("frozen");
+    if (it == body.end() || !it->is_boolean()) return sendError(res, 400, "frozen: true or false");
+    writes_.coordinator->setFrozen(it->get<bool>(), operatorName(body));
+    sendJson(res, {{"frozen", it->get<bool>()}});
+  });
+  s.Get("/api/v1/drain", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json out = writes_.coordinator ? writes_.coordinator->state() : nlohmann::json{};
+    out["actions"] = writes_.outbox ? writes_.outbox->list()["actions"] : nlohmann::json::array();
+    sendJson(res, out);
   });
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty())

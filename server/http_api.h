@@ -29,12 +29,15 @@
 
 #include <prometheus/registry.h>
 
+#include "server/drain_coordinator.h"
 #include "server/drain_outbox.h"
 #include "server/live_analyzer.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace netdiag::server {
 
@@ -52,9 +55,11 @@ struct HttpLimits {
 };
 
 // What the API may change, and who may: the drain outbox (null: no drain
-// key) and the bearer token of the write endpoints (unset: they answer 403).
+// key), the drain coordinator (approvals, undo, freeze) and the bearer
+// token of the write endpoints (unset: they answer 403).
 struct HttpWrites {
   DrainOutbox* outbox = nullptr;
+  DrainCoordinator* coordinator = nullptr;
   std::optional<std::string> token;
 };
 
@@ -75,6 +80,9 @@ class HttpApi {
 
  private:
   void routes();
+  // The token holds and the body is a JSON object (into `body`); else the
+  // error is answered and false.
+  bool writable(const httplib::Request& req, httplib::Response& res, nlohmann::json& body) const;
 
   LiveAnalyzer& analyzer_;
   std::shared_ptr<prometheus::Registry> registry_;

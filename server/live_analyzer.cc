@@ -18,8 +18,6 @@
 #include <pthread.h>
 
 #include "analyzer/persist.h"
-#include "drain/context.h"
-#include "drain/policy.h"
 #include "planner/fabric_index.h"
 #include "proto/convert.h"
 #include "server/dedup.h"
@@ -1024,20 +1022,10 @@ std::optional<nlohmann::json> LiveAnalyzer::incident(const std::string& id) cons
   out["incident"] = analyzer::incidentToJson(m.topo, *found);
   out["link"] = found->link != topology::kNone ? *link(m.topo.dirLinkName(found->link))
                                                : nlohmann::json(nullptr);
-  // Drain advice while it is open, with the links out of service now (the
-  // context the exporter's drain series use too).
-  // With the decision the drain policy would make for it, check by check
-  // (the analyzer drains nothing itself yet: the policy is advise).
-  if (found->link != topology::kNone && !found->resolved_at) {
-    const auto context = drain::Context::fromIncidents(m.topo, s->report.incidents);
-    const topology::DrainPlan plan = context.plan(topology::Topology::linkOf(found->link));
-    drain::Situation now;
-    now.now = s->report.generated_at;
-    now.pass_s = m.options.engine.pass_interval_s;
-    for (const auto& i : s->report.incidents) now.open_incidents += i.resolved_at ? 0 : 1;
-    out["drain"] = context.planJson(plan);
-    out["drain"]["decision"] =
-        drain::decisionJson(drain::decide(drain::Policy{}, m.topo, *found, plan, now));
+  // Drain advice while it is open: the plan in the shared context, the
+  // policy's decision check by check, netdiag's own drain of the link.
+  if (found->link != topology::kNone && !found->resolved_at && m.options.drain_view) {
+    out["drain"] = m.options.drain_view(*found, s->report);
   }
   return out;
 }

@@ -99,6 +99,9 @@ struct LiveOptions {
   // Tests only: called on the engine thread inside each tick's pass, so a
   // test can hold a pass while it reads.
   std::function<void()> test_hold_pass;
+  // The "drain" object of an open link incident's view (incident()): the
+  // daemon's drain coordinator; unset: none.
+  std::function<nlohmann::json(const analyzer::Incident&, const analyzer::Report&)> drain_view;
 };
 
 struct BatchResult {

@@ -202,6 +202,23 @@ TEST_F(DrainActionCliTest, AnOperatorsDrainReachesItsSwitchSignedAndOnlyThere) {
     std::lock_guard lk(mu);
     EXPECT_EQ(posted.size(), 1u);
   }
+  // The on-call commands: list reads, the others need the token.
+  const std::string a = " --analyzer 127.0.0.1:" + std::to_string(analyzer_.http_port);
+  auto out = run("drain list" + a);
+  EXPECT_EQ(out.code, 0) << out.err;
+  EXPECT_NE(out.out.find("policy advise"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("done  drain leaf1:swp3  by operator ann"), std::string::npos) << out.out;
+  out = run("drain freeze on" + a);
+  EXPECT_EQ(out.code, 2) << "no --token-file";
+  out = run("drain freeze on --token-file " + token_file + " --by ann" + a);
+  EXPECT_EQ(out.code, 0) << out.err;
+  EXPECT_EQ(json::parse(analyzer_.get("/api/v1/drain"))["policy"]["frozen"], true);
+  out = run("drain undo 'leaf1:swp3->spine1:swp1' --token-file " + token_file + a);
+  EXPECT_EQ(out.code, 1) << "an operator's own action is not the policy's drain";
+  EXPECT_NE(out.err.find("not drained by netdiag"), std::string::npos) << out.err;
+  out = run("drain approve inc-1 --token-file " + token_file + a);
+  EXPECT_EQ(out.code, 1);
+  EXPECT_NE(out.err.find("the drain policy is advise"), std::string::npos) << out.err;
   const std::string metrics = analyzer_.get("/metrics");
   EXPECT_NE(metrics.find("netdiag_drain_actions_total{result=\"done\"} 1"), std::string::npos);
   EXPECT_NE(metrics.find("netdiag_drain_actions_total{result=\"refused\"} 1"), std::string::npos);
@@ -225,6 +242,12 @@ TEST_F(DrainActionCliTest, WritesAreOffWithoutTheTokenAndActionsWithoutTheKey) {
   r = post(R"({"port": "leaf1:swp3", "op": "drain"})", std::string(40, 't'));
   EXPECT_EQ(r->status, 409);
   analyzer_.stop();
+  // A policy that acts needs the key to sign with.
+  auto keyless = run("analyzer --topology " + path("fabric.yaml") +
+                     " --db '' --drain-policy auto --listen 127.0.0.1:0 --web.listen-address "
+                     "127.0.0.1:0");
+  EXPECT_NE(keyless.code, 0);
+  EXPECT_NE(keyless.err.find("needs --drain-key"), std::string::npos) << keyless.err;
   // A key readable by others is refused at start, naming the file.
   const std::string loose = path("loose.key");
   std::ofstream(loose) << std::string(40, 'k');

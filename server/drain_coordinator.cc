@@ -1,0 +1,305 @@
+#include "server/drain_coordinator.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace netdiag::server {
+namespace {
+
+using topology::LinkId;
+using topology::Topology;
+
+constexpr size_t kHistory = 64;
+
+bool holdsLinkOut(const std::string& state) { return state != "restored"; }
+
+// "inc-17" -> 17 (0 when it is not of that form): the action's incident.
+uint64_t incidentNumber(const std::string& id) {
+  if (id.rfind("inc-", 0) != 0) return 0;
+  uint64_t n = 0;
+  for (size_t i = 4; i < id.size(); ++i) {
+    if (id[i] < '0' || id[i] > '9' || n > (~uint64_t{0} - 9) / 10) return 0;
+    n = n * 10 + static_cast<uint64_t>(id[i] - '0');
+  }
+  return n;
+}
+
+}  // namespace
+
+DrainCoordinator::DrainCoordinator(const Topology& topo, drain::Policy policy, DrainOutbox* outbox,
+                                   std::function<void(const std::string&)> log)
+    : topo_(topo), policy_(policy), outbox_(outbox), log_(std::move(log)) {}
+
+drain::Context DrainCoordinator::contextLocked(const analyzer::Report& report) const {
+  drain::Context c = drain::Context::fromIncidents(topo_, report.incidents);
+  for (const auto& [link, d] : drains_) {
+    if (holdsLinkOut(d.state)) c.takeOut(link, drain::OutReason::kDrained);
+  }
+  return c;
+}
+
+drain::Situation DrainCoordinator::situationLocked(const analyzer::Report& report, double pass_s,
+                                                   const std::string& scope) const {
+  drain::Situation s;
+  s.now = report.generated_at;
+  s.pass_s = pass_s;
+  for (const auto& [link, d] : drains_) {
+    s.drained_in_scope += holdsLinkOut(d.state) && d.scope == scope ? 1 : 0;
+  }
+  for (double at : issued_at_) s.drains_last_hour += at > s.now - 3600 ? 1 : 0;
+  for (const auto& i : report.incidents) s.open_incidents += i.resolved_at ? 0 : 1;
+  return s;
+}
+
+drain::Decision DrainCoordinator::decideLocked(const analyzer::Incident& incident,
+                                               const analyzer::Report& report, double pass_s,
+                                               drain::Policy policy,
+                                               topology::DrainPlan* plan_out) const {
+  const drain::Context context = contextLocked(report);
+  const topology::DrainPlan plan = context.plan(Topology::linkOf(incident.link));
+  const std::string scope = drain::scopeOf(topo_, plan);
+  if (plan_out) *plan_out = plan;
+  return drain::decide(policy, topo_, incident, plan, situationLocked(report, pass_s, scope));
+}
+
+std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& incident,
+                                                      const topology::DrainPlan& plan,
+                                                      const std::string& scope, double now,
+                                                      const std::string& by, std::string* error) {
+  if (!outbox_) {
+    if (error) *error = "drain actions are off: start the analyzer with --drain-key";
+    return std::nullopt;
+  }
+  const LinkId link = Topology::linkOf(incident.link);
+  // The end nearer the hosts, unless it is a host: its switch's end.
+  const topology::NodeId at =
+      plan.lower != topology::kNone && !topo_.node(plan.lower).isHost() ? plan.lower : plan.upper;
+  const topology::Link& l = topo_.link(link);
+  const topology::PortId port = topo_.port(l.a).node == at ? l.a : l.b;
+  DrainRequest r;
+  r.port = topo_.portRef(port);
+  r.op = v1::DrainAction::DRAIN;
+  r.incident = incidentNumber(incident.id);
+  r.reason = std::string(analyzer::kindName(incident.kind)) + " " + incident.id + " on " +
+             topo_.dirLinkName(incident.link);
+  r.by = by;
+  auto nonce = outbox_->issue(r, error);
+  if (!nonce) return std::nullopt;
+  Drain d;
+  d.link = link;
+  d.incident = incident.id;
+  d.port = r.port;
+  d.scope = scope;
+  d.by = by;
+  d.nonce = *nonce;
+  d.at = now;
+  drains_[link] = d;
+  issued_at_.push_back(now);
+  while (issued_at_.size() > 1024 || (!issued_at_.empty() && issued_at_.front() < now - 3600)) {
+    issued_at_.pop_front();
+  }
+  updateGaugesLocked();
+  return nonce;
+}
+
+void DrainCoordinator::followLocked() {
+  if (!outbox_) return;
+  for (auto it = drains_.begin(); it != drains_.end();) {
+    Drain& d = it->second;
+    const std::string before = d.state;
+    std::string detail;
+    if (d.state == "draining") {
+      const std::string s = outbox_->stateOf(d.nonce, &detail);
+      if (s == "done") {
+        d.state = "drained";
+      } else if (s == "failed" || s == "refused" || s == "expired" || s.empty()) {
+        d.state = "failed";
+        d.detail = "drain " + (s.empty() ? std::string("lost") : s) +
+                   (detail.empty() ? "" : ": " + detail);
+      }
+    } else if (d.state == "restoring") {
+      const std::string s = outbox_->stateOf(d.restore_nonce, &detail);
+      if (s == "done") {
+        d.state = "restored";
+      } else if (s == "failed" || s == "refused" || s == "expired" || s.empty()) {
+        d.state = "drained";
+        d.detail = "restore " + (s.empty() ? std::string("lost") : s) +
+                   (detail.empty() ? "" : ": " + detail);
+      }
+    }
+    if (d.state != before && log_) {
+      log_("drain of " + topo_.dirLinkName(2 * d.link) + " (" + d.incident + "): " + d.state +
+           (d.detail.empty() ? "" : " (" + d.detail + ")"));
+    }
+    if (d.state == "restored") {
+      history_.push_front(std::move(d));
+      while (history_.size() > kHistory) history_.pop_back();
+      it = drains_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  updateGaugesLocked();
+}
+
+void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
+  std::lock_guard lk(mu_);
+  pass_s_ = pass_s;
+  followLocked();
+  if (policy_.mode != drain::Mode::kAuto) return;
+  for (const analyzer::Incident& i : report.incidents) {
+    if (i.resolved_at || i.link == topology::kNone || acted_.count(i.id) ||
+        drains_.count(Topology::linkOf(i.link))) {
+      continue;
+    }
+    topology::DrainPlan plan;
+    const drain::Decision d = decideLocked(i, report, pass_s, policy_, &plan);
+    if (d.verdict != drain::Verdict::kAct) continue;
+    std::string error;
+    if (issueLocked(i, plan, d.scope, report.generated_at, "policy auto", &error)) {
+      acted_.insert(i.id);
+    } else if (log_) {
+      log_("drain of " + topo_.dirLinkName(i.link) + " (" + i.id + ") not issued: " + error);
+    }
+  }
+}
+
+nlohmann::json DrainCoordinator::drainJson(const Drain& d) const {
+  nlohmann::json j{{"link", topo_.dirLinkName(2 * d.link)},
+                   {"port", d.port},
+                   {"incident", d.incident},
+                   {"state", d.state},
+                   {"by", d.by},
+                   {"at", d.at},
+                   {"scope", d.scope},
+                   {"nonce", std::to_string(d.nonce)}};
+  if (!d.detail.empty()) j["detail"] = d.detail;
+  return j;
+}
+
+nlohmann::json DrainCoordinator::view(const analyzer::Incident& incident,
+                                      const analyzer::Report& report, double pass_s) const {
+  std::lock_guard lk(mu_);
+  const drain::Context context = contextLocked(report);
+  topology::DrainPlan plan;
+  const drain::Decision d = decideLocked(incident, report, pass_s, policy_, &plan);
+  nlohmann::json out = context.planJson(plan);
+  out["decision"] = drain::decisionJson(d);
+  if (auto it = drains_.find(Topology::linkOf(incident.link)); it != drains_.end()) {
+    out["netdiag_drain"] = drainJson(it->second);
+  }
+  return out;
+}
+
+std::optional<uint64_t> DrainCoordinator::approve(const std::string& incident_id,
+                                                  const analyzer::Report& report,
+                                                  const std::string& by, std::string* error) {
+  auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
+    if (error) *error = what;
+    return std::nullopt;
+  };
+  std::lock_guard lk(mu_);
+  if (policy_.mode != drain::Mode::kApprove) {
+    return fail(std::string("the drain policy is ") + drain::modeName(policy_.mode) +
+                ": approvals are for --drain-policy approve");
+  }
+  const analyzer::Incident* found = nullptr;
+  for (const auto& i : report.incidents) {
+    if (i.id == incident_id) found = &i;
+  }
+  if (!found || found->resolved_at) return fail("no open incident " + incident_id);
+  if (found->link == topology::kNone) return fail(incident_id + " is not on one link");
+  if (auto it = drains_.find(Topology::linkOf(found->link)); it != drains_.end()) {
+    return fail(topo_.dirLinkName(found->link) + " is " + it->second.state + " already (" +
+                it->second.incident + ")");
+  }
+  topology::DrainPlan plan;
+  const drain::Decision d = decideLocked(*found, report, pass_s_, policy_, &plan);
+  if (d.verdict != drain::Verdict::kAwaitApproval) {
+    std::string failing;
+    for (const auto& c : d.checks) {
+      if (!c.ok) failing += (failing.empty() ? "" : "; ") + c.name + ": " + c.detail;
+    }
+    return fail(std::string("not approved, the policy says ") + drain::verdictName(d.verdict) +
+                ": " + failing);
+  }
+  return issueLocked(*found, plan, d.scope, report.generated_at, by, error);
+}
+
+std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const std::string& by,
+                                               std::string* error) {
+  auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
+    if (error) *error = what;
+    return std::nullopt;
+  };
+  const auto d = topo_.findDirLink(link);
+  if (!d) return fail("no directed link \"" + link + "\" (write it as X:p->Y:q)");
+  std::lock_guard lk(mu_);
+  auto it = drains_.find(Topology::linkOf(*d));
+  if (it == drains_.end()) return fail(link + " is not drained by netdiag");
+  if (it->second.state == "restoring") return fail(link + " is being restored already");
+  if (!outbox_) return fail("drain actions are off: start the analyzer with --drain-key");
+  DrainRequest r;
+  r.port = it->second.port;
+  r.op = v1::DrainAction::RESTORE;
+  r.incident = incidentNumber(it->second.incident);
+  r.reason = "undo of the drain for " + it->second.incident;
+  r.by = by;
+  auto nonce = outbox_->issue(r, error);
+  if (!nonce) return std::nullopt;
+  it->second.restore_nonce = *nonce;
+  it->second.state = "restoring";
+  it->second.detail.clear();
+  return nonce;
+}
+
+void DrainCoordinator::setFrozen(bool frozen, const std::string& by) {
+  std::lock_guard lk(mu_);
+  policy_.frozen = frozen;
+  if (log_) log_(std::string("drain policy ") + (frozen ? "frozen" : "unfrozen") + " by " + by);
+  updateGaugesLocked();
+}
+
+nlohmann::json DrainCoordinator::state() const {
+  std::lock_guard lk(mu_);
+  nlohmann::json drained = nlohmann::json::array(), history = nlohmann::json::array();
+  for (const auto& [link, d] : drains_) drained.push_back(drainJson(d));
+  for (const Drain& d : history_) history.push_back(drainJson(d));
+  return {{"policy",
+           {{"mode", drain::modeName(policy_.mode)},
+            {"frozen", policy_.frozen},
+            {"min_confidence", policy_.min_confidence},
+            {"hold_passes", policy_.hold_passes},
+            {"min_width_share", policy_.min_width_share},
+            {"max_drained_per_scope", policy_.max_drained_per_scope},
+            {"max_drains_per_hour", policy_.max_drains_per_hour},
+            {"max_open_incidents", policy_.max_open_incidents}}},
+          {"drained", drained},
+          {"restored", history}};
+}
+
+void DrainCoordinator::updateGaugesLocked() {
+  if (g_drained_) {
+    size_t n = 0;
+    for (const auto& [link, d] : drains_) n += d.state == "drained" ? 1 : 0;
+    g_drained_->Set(static_cast<double>(n));
+  }
+  if (g_frozen_) g_frozen_->Set(policy_.frozen ? 1 : 0);
+}
+
+void DrainCoordinator::exportMetrics(prometheus::Registry& registry) {
+  std::lock_guard lk(mu_);
+  g_drained_ = &prometheus::BuildGauge()
+                    .Name("netdiag_drain_links_drained")
+                    .Help("Links netdiag holds drained now (its drain action done, not restored)")
+                    .Register(registry)
+                    .Add({});
+  g_frozen_ = &prometheus::BuildGauge()
+                   .Name("netdiag_drain_frozen")
+                   .Help("1 while the drain policy is frozen (no drain is issued)")
+                   .Register(registry)
+                   .Add({});
+  updateGaugesLocked();
+}
+
+}  // namespace netdiag::server

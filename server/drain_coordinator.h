@@ -1,0 +1,115 @@
+#pragma once
+
+// The drain policy at work (issue #14): after every pass it decides, for
+// each open incident on a link, what the policy allows (drain/policy.h),
+// and under `auto` drains what every check allows; under `approve` it
+// drains what a person approves; under `advise` (the default) it only
+// shows its decisions. It keeps the links netdiag drained, counts them out
+// of service in every drain plan it makes (drain/context.h), follows their
+// actions' results through the outbox, and restores a link on `undo`.
+//
+// A drain acts on the link's end nearer the hosts unless that end is a
+// host (then its switch's end): a BGP session shut at either end takes
+// both directions out.
+//
+// Not yet here (issue #14, next): the engine does not know the drained
+// links (an incident on one resolves once no loss is seen, although no
+// probe crosses it any more), so nothing checks that the loss went back to
+// background after a drain, and nothing rolls a drain back on its own.
+//
+// Thread-safety: every public method may be called from any thread.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include "analyzer/incident.h"
+#include "drain/context.h"
+#include "drain/policy.h"
+#include "server/drain_outbox.h"
+#include "topology/model.h"
+
+namespace netdiag::server {
+
+class DrainCoordinator {
+ public:
+  // `outbox` may be null only under advise (nothing is ever issued).
+  DrainCoordinator(const topology::Topology& topo, drain::Policy policy, DrainOutbox* outbox,
+                   std::function<void(const std::string&)> log);
+
+  // After a pass: follows the actions under way, then decides for every
+  // open link incident of `report` (acting under auto).
+  void onPass(const analyzer::Report& report, double pass_s);
+
+  // The "drain" object of an open link incident's API view: the plan in
+  // the shared context (links down or drained), the policy's decision and
+  // netdiag's own drain of the link, if any.
+  nlohmann::json view(const analyzer::Incident& incident, const analyzer::Report& report,
+                      double pass_s) const;
+
+  // Under approve: drains the incident's link if every check holds now.
+  // The action's nonce, or nullopt and *error (which checks fail, or why
+  // nothing can be approved).
+  // (The pass interval is the last onPass's.)
+  std::optional<uint64_t> approve(const std::string& incident_id, const analyzer::Report& report,
+                                  const std::string& by, std::string* error);
+  // Restores a link netdiag drained (`link`: either direction's name).
+  std::optional<uint64_t> undo(const std::string& link, const std::string& by, std::string* error);
+  // A maintenance freeze: no drain while set (restores still run).
+  void setFrozen(bool frozen, const std::string& by);
+
+  // The policy, the links netdiag holds drained and the last drains.
+  nlohmann::json state() const;
+
+  // netdiag_drain_links_drained, netdiag_drain_frozen.
+  void exportMetrics(prometheus::Registry& registry);
+
+ private:
+  struct Drain {
+    topology::LinkId link = topology::kNone;
+    std::string incident, port, scope, by;
+    uint64_t nonce = 0, restore_nonce = 0;
+    double at = 0;  // telemetry time it was issued
+    // draining (issued), drained (done), failed (failed, refused or
+    // expired: the link may or may not be drained), restoring, restored.
+    std::string state = "draining";
+    std::string detail;
+  };
+
+  drain::Context contextLocked(const analyzer::Report& report) const;
+  drain::Situation situationLocked(const analyzer::Report& report, double pass_s,
+                                   const std::string& scope) const;
+  drain::Decision decideLocked(const analyzer::Incident& incident, const analyzer::Report& report,
+                               double pass_s, drain::Policy policy,
+                               topology::DrainPlan* plan_out) const;
+  std::optional<uint64_t> issueLocked(const analyzer::Incident& incident,
+                                      const topology::DrainPlan& plan, const std::string& scope,
+                                      double now, const std::string& by, std::string* error);
+  void followLocked();
+  void updateGaugesLocked();
+  nlohmann::json drainJson(const Drain& d) const;
+
+  const topology::Topology& topo_;
+  drain::Policy policy_;
+  DrainOutbox* outbox_;
+  std::function<void(const std::string&)> log_;
+  mutable std::mutex mu_;
+  std::map<topology::LinkId, Drain> drains_;  // the links netdiag holds drained
+  std::deque<Drain> history_;                 // restored or replaced, newest first
+  std::deque<double> issued_at_;              // drains issued, for the hourly bound
+  std::set<std::string> acted_;               // incidents auto acted on (never twice)
+  double pass_s_ = 5;                         // the engine's pass interval
+  prometheus::Gauge* g_drained_ = nullptr;
+  prometheus::Gauge* g_frozen_ = nullptr;
+};
+
+}  // namespace netdiag::server

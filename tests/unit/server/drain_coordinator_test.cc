@@ -1,0 +1,229 @@
+// The drain policy at work over a real outbox: what each mode issues, at
+// which end of the link, once; results followed to drained or failed;
+// blast radius, approval, undo and freeze. Agents are played by hand:
+// attach() is what their stream's ack would carry, onResults() what their
+// next batch would bring back.
+
+#include "server/drain_coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/generators.h"
+
+namespace netdiag::server {
+namespace {
+
+using analyzer::Incident;
+using analyzer::IncidentKind;
+using topology::Topology;
+
+Topology fabric() {
+  topology::LeafSpineParams p;
+  p.spines = 4;
+  p.leaves = 3;
+  p.hosts_per_leaf = 2;
+  return topology::generateLeafSpine(p);
+}
+
+topology::DirLinkId egress(const Topology& t, const std::string& port) {
+  const topology::PortId p = *t.findPort(port);
+  for (topology::DirLinkId d : t.outLinks(t.port(p).node)) {
+    if (t.dirSrcPort(d) == p) return d;
+  }
+  return topology::kNone;
+}
+
+// A 2 % loss on `port`'s egress, localized at t=100 with confidence 1.
+Incident paged(const Topology& t, const std::string& id, const std::string& port) {
+  Incident i;
+  i.id = id;
+  i.kind = IncidentKind::kLinkLoss;
+  i.link = egress(t, port);
+  i.opened_at = 90;
+  i.localized_at = 100;
+  i.confidence = 1;
+  i.loss_ratio = 0.02;
+  return i;
+}
+
+analyzer::Report at(double now, std::vector<Incident> incidents) {
+  return analyzer::Report{now, std::move(incidents)};
+}
+
+class DrainCoordinatorTest : public ::testing::Test {
+ protected:
+  DrainCoordinatorTest()
+      : topo_(fabric()),
+        outbox_(
+            topo_, actuator::DrainKey{std::string(32, 'k')}, DrainOutboxOptions{},
+            [this] { return clock_; }, nullptr) {}
+
+  void start(drain::Mode mode) {
+    drain::Policy p;
+    p.mode = mode;
+    coordinator_ = std::make_unique<DrainCoordinator>(topo_, p, &outbox_, nullptr);
+  }
+  // What `agent`'s next ack carries.
+  std::vector<v1::DrainAction> deliver(const std::string& agent) {
+    v1::Ack ack;
+    outbox_.attach(agent, ack);
+    return {ack.actions().begin(), ack.actions().end()};
+  }
+  void answer(const std::string& agent, const v1::DrainAction& a, v1::ActionResult::Outcome outcome,
+              const std::string& detail = "") {
+    google::protobuf::RepeatedPtrField<v1::ActionResult> results;
+    v1::ActionResult* r = results.Add();
+    r->set_nonce(a.nonce());
+    r->set_outcome(outcome);
+    r->set_detail(detail);
+    outbox_.onResults(agent, results);
+  }
+  nlohmann::json drained() { return coordinator_->state()["drained"]; }
+
+  Topology topo_;
+  double clock_ = 1000;
+  DrainOutbox outbox_;
+  std::unique_ptr<DrainCoordinator> coordinator_;
+};
+
+TEST_F(DrainCoordinatorTest, AdviseShowsWhatAutoWouldDoAndIssuesNothing) {
+  start(drain::Mode::kAdvise);
+  const auto r = at(120, {paged(topo_, "inc-1", "leaf1:swp3")});
+  coordinator_->onPass(r, 5);
+  EXPECT_TRUE(deliver("leaf1").empty());
+  const auto view = coordinator_->view(r.incidents[0], r, 5);
+  EXPECT_EQ(view["decision"]["verdict"], "advise");
+  EXPECT_EQ(view["decision"]["would_act"], true);
+  EXPECT_FALSE(view.contains("netdiag_drain"));
+}
+
+TEST_F(DrainCoordinatorTest, AutoDrainsOnceEveryCheckHoldsAtTheLeafsEnd) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-7", "leaf1:swp3");
+  coordinator_->onPass(at(100, {i}), 5);  // just localized: not held yet
+  EXPECT_TRUE(deliver("leaf1").empty());
+  coordinator_->onPass(at(120, {i}), 5);
+  coordinator_->onPass(at(125, {i}), 5);  // once, not per pass
+  auto actions = deliver("leaf1");
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].port(), "leaf1:swp3");
+  EXPECT_EQ(actions[0].op(), v1::DrainAction::DRAIN);
+  EXPECT_EQ(actions[0].incident(), 7u);
+  EXPECT_TRUE(actuator::verify(actuator::DrainKey{std::string(32, 'k')}, "leaf1", actions[0]));
+  EXPECT_TRUE(deliver("spine1").empty()) << "one end acts";
+  ASSERT_EQ(drained().size(), 1u);
+  EXPECT_EQ(drained()[0]["state"], "draining");
+  EXPECT_EQ(drained()[0]["by"], "policy auto");
+
+  answer("spine1", actions[0], v1::ActionResult::DONE);  // not its action: ignored
+  coordinator_->onPass(at(130, {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "draining");
+  answer("leaf1", actions[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(135, {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "drained");
+  EXPECT_EQ(coordinator_->view(i, at(135, {i}), 5)["netdiag_drain"]["state"], "drained");
+}
+
+TEST_F(DrainCoordinatorTest, AnotherFaultInTheSameScopeWaitsForTheBlastRadius) {
+  start(drain::Mode::kAuto);
+  const auto r =
+      at(120, {paged(topo_, "inc-1", "leaf1:swp3"), paged(topo_, "inc-2", "leaf1:swp4")});
+  coordinator_->onPass(r, 5);
+  EXPECT_EQ(deliver("leaf1").size(), 1u) << "one drain per scope at a time";
+  const auto view = coordinator_->view(r.incidents[1], r, 5);
+  EXPECT_EQ(view["decision"]["verdict"], "wait");
+  bool radius_failed = false;
+  for (const auto& c : view["decision"]["checks"]) {
+    radius_failed |= c["name"] == "blast_radius_scope" && c["ok"] == false;
+  }
+  EXPECT_TRUE(radius_failed) << view.dump(1);
+  // The first drain counts its link out of the second's plan.
+  bool counted = false;
+  for (const auto& o : view["out_of_service"]) counted |= o["why"] == "drained";
+  EXPECT_TRUE(counted) << view.dump(1);
+}
+
+TEST_F(DrainCoordinatorTest, ARefusedDrainIsFailedAndNotRetried) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  auto actions = deliver("leaf1");
+  ASSERT_EQ(actions.size(), 1u);
+  answer("leaf1", actions[0], v1::ActionResult::REFUSED, "bad_mac");
+  coordinator_->onPass(at(125, {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "failed");
+  EXPECT_EQ(drained()[0]["detail"], "drain refused: bad_mac");
+  coordinator_->onPass(at(130, {i}), 5);
+  EXPECT_TRUE(deliver("leaf1").empty());
+}
+
+TEST_F(DrainCoordinatorTest, ApproveDrainsOnlyWhatEveryCheckAllows) {
+  start(drain::Mode::kApprove);
+  const Incident i = paged(topo_, "inc-3", "leaf2:swp5");
+  coordinator_->onPass(at(101, {i}), 5);
+  EXPECT_TRUE(deliver("leaf2").empty()) << "approve waits for a person";
+  std::string error;
+  EXPECT_FALSE(coordinator_->approve("inc-3", at(101, {i}), "operator ann", &error));
+  EXPECT_NE(error.find("held"), std::string::npos) << error;
+  EXPECT_FALSE(coordinator_->approve("inc-9", at(120, {i}), "operator ann", &error));
+  EXPECT_NE(error.find("no open incident"), std::string::npos) << error;
+  auto nonce = coordinator_->approve("inc-3", at(120, {i}), "operator ann", &error);
+  ASSERT_TRUE(nonce) << error;
+  auto actions = deliver("leaf2");
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].nonce(), *nonce);
+  EXPECT_EQ(drained()[0]["by"], "operator ann");
+  EXPECT_FALSE(coordinator_->approve("inc-3", at(125, {i}), "operator bob", &error));
+  EXPECT_NE(error.find("already"), std::string::npos) << error;
+
+  start(drain::Mode::kAuto);
+  EXPECT_FALSE(coordinator_->approve("inc-3", at(120, {i}), "operator ann", &error));
+  EXPECT_NE(error.find("approve"), std::string::npos) << error;
+}
+
+TEST_F(DrainCoordinatorTest, UndoRestoresTheLinkAndFreezeStopsNewDrains) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  auto drain_action = deliver("leaf1");
+  ASSERT_EQ(drain_action.size(), 1u);
+  answer("leaf1", drain_action[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+
+  std::string error;
+  EXPECT_FALSE(coordinator_->undo("leaf2:swp3->spine1:swp2", "operator ann", &error));
+  EXPECT_NE(error.find("not drained"), std::string::npos) << error;
+  const std::string name = topo_.dirLinkName(Topology::reverse(i.link));  // either direction
+  ASSERT_TRUE(coordinator_->undo(name, "operator ann", &error)) << error;
+  auto restore = deliver("leaf1");
+  ASSERT_EQ(restore.size(), 1u);
+  EXPECT_EQ(restore[0].op(), v1::DrainAction::RESTORE);
+  EXPECT_EQ(restore[0].port(), "leaf1:swp3");
+  answer("leaf1", restore[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(130, {}), 5);
+  EXPECT_TRUE(drained().empty());
+  EXPECT_EQ(coordinator_->state()["restored"][0]["state"], "restored");
+
+  coordinator_->setFrozen(true, "operator ann");
+  const Incident j = paged(topo_, "inc-2", "leaf3:swp6");
+  coordinator_->onPass(at(140, {j}), 5);
+  EXPECT_TRUE(deliver("leaf3").empty());
+  EXPECT_EQ(coordinator_->view(j, at(140, {j}), 5)["decision"]["verdict"], "wait");
+  coordinator_->setFrozen(false, "operator ann");
+  coordinator_->onPass(at(145, {j}), 5);
+  EXPECT_EQ(deliver("leaf3").size(), 1u);
+}
+
+TEST_F(DrainCoordinatorTest, AnActionNoAgentTakesExpires) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  clock_ += 60 + 31;  // past its validity and the grace for a result
+  outbox_.expire();
+  coordinator_->onPass(at(125, {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "failed");
+  EXPECT_NE(drained()[0]["detail"].get<std::string>().find("expired"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace netdiag::server
