@@ -142,6 +142,12 @@ void printDrain(const json& drain) {
            scalar(l.value("why", json("?"))) + ")";
   }
   if (!out.empty()) std::printf("  counted out of service: %s\n", out.c_str());
+  if (const json d = drain.value("netdiag_drain", json()); d.is_object()) {
+    std::printf(
+        "  netdiag's drain: %s at %s by %s%s\n", scalar(d.value("state", json("?"))).c_str(),
+        scalar(d.value("port", json("?"))).c_str(), scalar(d.value("by", json("?"))).c_str(),
+        d.contains("detail") ? (" (" + scalar(d["detail"]) + ")").c_str() : "");
+  }
   const json decision = drain.value("decision", json::object());
   if (!decision.is_object() || !decision.contains("checks")) return;
   std::string failed;

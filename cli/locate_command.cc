@@ -100,8 +100,21 @@ void printTable(const IncidentSet& set, bool colour) {
       std::printf("%-9s   or one of: %s (not told apart yet: not paged)\n", "", group.c_str());
     }
   }
-  std::printf(
-      "details: netdiag explain <id>; drain advice: netdiag drain-plan --topology T <link>\n");
+  std::printf("details and drain advice: netdiag explain <id>\n");
+}
+
+// The links the analyzer's drain policy holds drained (netdiag drain list),
+// under the table; nothing when the analyzer has none or does not say.
+void printDrained(const LocateOptions& o) {
+  std::string error;
+  auto body = httpGetJson(o.analyzer, "/api/v1/drain", &error);
+  if (!body || !body->contains("drained") || !(*body)["drained"].is_array()) return;
+  for (const json& d : (*body)["drained"]) {
+    if (!d.is_object()) continue;
+    std::printf("drained by netdiag: %s (%s, %s, by %s)\n", d.value("link", "?").c_str(),
+                d.value("state", "?").c_str(), d.value("incident", "?").c_str(),
+                d.value("by", "?").c_str());
+  }
 }
 
 int locateOnce(const LocateOptions& o, bool colour) {
@@ -117,6 +130,7 @@ int locateOnce(const LocateOptions& o, bool colour) {
     std::cout << out.dump(2) << std::endl;
   } else {
     printTable(*set, colour);
+    if (!o.analyzer.empty()) printDrained(o);
     std::fflush(stdout);
   }
   for (const json& i : set->incidents) {

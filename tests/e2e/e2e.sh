@@ -8,9 +8,16 @@
 # switch namespace and reaches it over the management network (mgmt0 veths
 # bridged in nd-mgmt, 192.168.77.0/24), never over the fabric's links. Then:
 #   1. 3 % loss on leaf0:swp3->spine0:swp1: `netdiag locate --json` names
-#      exactly that directed link within 120 s; the rule is removed, and the
-#      incident must resolve (checked after steps 2 and 3, which run on
-#      other leaves meanwhile: evidence ages out over the engine's horizon);
+#      exactly that directed link within 120 s; the analyzer runs
+#      --drain-policy auto, so it drains the link: leaf0's agent shuts the
+#      port's BGP session in FRR, leaf0 routes over its other uplink only,
+#      and the hosts' probe loss is back to background (the detect,
+#      localize, drain and resolve times are printed, against Xingmai's
+#      1 / 3 / 5 minutes); the rule is removed, `netdiag drain undo`
+#      restores the session and ECMP width, and the incident must resolve
+#      (checked after steps 2 and 3, which run on other leaves meanwhile:
+#      evidence ages out over the engine's horizon). Before it, the healthy
+#      and busy-host baselines drain nothing;
 #   2. leaf1:swp4 down: a link_down incident on it, no new incident on any
 #      other link (those traffic moved to); back up, it resolves;
 #   3. the cables of leaf1 and leaf2 swapped at spine1 (spine1:swp2 and
@@ -65,7 +72,12 @@ fabric_use_run_prefix
 
 FABRIC_RUN=$(mktemp -d /tmp/nd-e2e.XXXXXX)
 chmod 755 "$FABRIC_RUN"
-ANALYZER_EXTRA=(--collectors "$FABRIC_RUN/collectors.yaml")
+# Drains: the key the analyzer signs with and the switches check, and the
+# API token for `netdiag drain undo`.
+DRAIN_KEY=$FABRIC_RUN/drain.key; API_TOKEN=$FABRIC_RUN/api.token
+(umask 077; head -c 32 /dev/urandom | base64 >"$DRAIN_KEY"; head -c 32 /dev/urandom | base64 >"$API_TOKEN")
+ANALYZER_EXTRA=(--collectors "$FABRIC_RUN/collectors.yaml" --drain-policy auto --drain-key "$DRAIN_KEY"
+  --api-token-file "$API_TOKEN")
 cleanup() {
   snmp_kill_pidfiles "$FABRIC_RUN/poller.pid"
   snmp_stop
@@ -159,12 +171,16 @@ busy=$(localized_ever)
 e2e_result "busy-host baseline" "no localized link fault with CPU hogs beside two hosts' agents for ${HOG_S} s" \
   "localized: ${busy:-none}" "$([[ -z $busy ]]; echo $?)"
 [[ -z $base && -z $busy ]] || { echo "e2e: healthy-fabric baseline paged; the scenarios below would be judged on a false page" >&2; }
+drains=$(api /api/v1/drain | jq -c '[.actions[]? | "\(.op) \(.port)"]')
+e2e_result "baselines drain nothing" "no drain action through the healthy and busy-host baselines (--drain-policy auto)" \
+  "actions: ${drains:-?}" "$([[ $drains == "[]" ]]; echo $?)"
 
 # --- 1. 3 % loss on one directed leaf->spine link --------------------------------
 
 LOSS_NODE=leaf0; LOSS_PORT=swp3
 LOSS_LINK="$LOSS_NODE:$LOSS_PORT->${FAB_PEER[$LOSS_NODE:$LOSS_PORT]}"
 fabric_loss_add "$LOSS_NODE" "$LOSS_PORT" 3
+FAULT_AT=$(date +%s.%N)
 t=$SECONDS; seen=""; found=""
 while ((SECONDS - t < LOCATE_DEADLINE)); do
   report=$(locate_json)
@@ -178,8 +194,57 @@ e2e_result "loss located" "locate --json names exactly $LOSS_LINK (link_loss) wi
 [[ -n $found ]] || all_incidents | jq -c '.incidents[]? | {id, kind, link, opened_at, localized_at,
   resolved_at, candidates, summary: .evidence.summary}' >&2
 
+# 1a. --drain-policy auto drains it: leaf0's agent shuts the port's BGP
+# session, leaf0 routes over its other uplink only, the loss is gone.
+LOSS_REV=$(reverse_link "$LOSS_LINK")
+drained_json() { api /api/v1/drain | jq -c --arg a "$LOSS_LINK" --arg b "$LOSS_REV" '[.drained[]? | select(.link == $a or .link == $b)] | first // {}'; }
+t=$SECONDS; drain='{}'
+while ((SECONDS - t < 120)); do
+  drain=$(drained_json)
+  [[ $(jq -r '.state // ""' <<<"$drain") =~ ^(drained|failed)$ ]] && break
+  sleep 1
+done
+e2e_result "loss drained" "the analyzer drains $LOSS_LINK (auto) and leaf0's agent reports it done, within 120 s of localizing it" \
+  "$(jq -r '"\(.state // "no drain") \(.port // "") by \(.by // "-") \(.detail // "")"' <<<"$drain")" \
+  "$([[ $(jq -r '.state // ""' <<<"$drain") == drained ]]; echo $?)"
+DRAINED_AT=$(date +%s.%N)
+other_leaf_prefix() { local h a; h=$(fabric_hosts | while read -r x; do p=$(fabric_ports "$x" | head -n1); [[ ${FAB_PEER[$x:$p]%%:*} != "$LOSS_NODE" ]] && { echo "$x"; break; }; done); a=$(fabric_host_addr "$h"); echo "${a%.*}.$(( ${a##*.} & ~1 ))/31"; }
+PREFIX=$(other_leaf_prefix)
+session=$(fabric_vtysh "$LOSS_NODE" "show bgp neighbors $LOSS_PORT" 2>&1 | grep -m1 -o 'BGP state = [A-Za-z]*' || true)
+paths=$(fabric_paths "$LOSS_NODE" "$PREFIX")
+e2e_result "drain on the switch" "$LOSS_NODE's BGP session on $LOSS_PORT is down and it routes $PREFIX over 1 path (was 2)" \
+  "${session:-no session state}, $paths path(s)" "$([[ $session == "BGP state = Idle" && $paths == 1 ]]; echo $?)"
+# The hosts' probe loss over the next 5 windows, from their agents' counters.
+probe_totals() { local s=0 l=0 n v; for n in $(fabric_hosts); do v=$(agent_metric "$n" netdiag_agent_probes_sent_total); [[ $v =~ ^[0-9]+$ ]] && s=$((s + v)); v=$(agent_metric "$n" netdiag_agent_probes_lost_total); [[ $v =~ ^[0-9]+$ ]] && l=$((l + v)); done; echo "$s $l"; }
+sleep "$WINDOW"  # probes of the window the drain fell in are settled
+read -r s0 l0 < <(probe_totals)
+sleep $((WINDOW * 5))
+read -r s1 l1 < <(probe_totals)
+RESOLVED_AT=$(date +%s.%N)
+lossy=$(awk -v s=$((s1 - s0)) -v l=$((l1 - l0)) 'BEGIN { if (s <= 0) print "NA"; else printf "%.5f", l / s }')
+e2e_result "loss gone after the drain" "hosts' probe loss at most 0.1 % over the 5 windows after the drain (3 % on the link before)" \
+  "$((l1 - l0)) lost of $((s1 - s0)) ($lossy)" "$(awk -v r="$lossy" 'BEGIN { exit !(r != "NA" && r <= 0.001) }'; echo $?)"
+inc=$(all_incidents | jq -c --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l and .localized_at != null)] | first // {}')
+timeline=$(jq -r --argjson f "$FAULT_AT" --argjson d "$DRAINED_AT" --argjson r "$RESOLVED_AT" \
+  '"detect \((.opened_at // 0) - $f | floor) s, localize \((.localized_at // 0) - $f | floor) s, drained \($d - $f | floor) s, resolved \($r - $f | floor) s"' <<<"$inc")
+echo "timeline: $timeline (Xingmai: 60 / 180 / 300 s)" | tee -a "$FABRIC_RUN/timeline.txt"
+resolved_s=$(awk -v r="$RESOLVED_AT" -v f="$FAULT_AT" 'BEGIN { printf "%d", r - f }')
+e2e_result "drain timeline" "resolved (drained, loss back to background) within 300 s of the fault" \
+  "$timeline" "$([[ $resolved_s -le 300 ]]; echo $?)"
+
 fabric_loss_del "$LOSS_NODE" "$LOSS_PORT"
 LOSS_REMOVED_AT=$SECONDS
+# Repaired: `netdiag drain undo` restores the session and ECMP width.
+undo=$(in_mgmt "$NETDIAG" drain undo "$LOSS_LINK" --analyzer "$API" --token-file "$API_TOKEN" --by e2e 2>&1)
+t=$SECONDS; left=""
+while ((SECONDS - t < 60)); do
+  left=$(drained_json)
+  [[ $left == '{}' ]] && break
+  sleep 1
+done
+restored=1; [[ $left == '{}' ]] && fabric_wait_ecmp 60 >/dev/null && restored=0
+e2e_result "drain undone" "netdiag drain undo: the session comes back and every leaf has its ECMP width again" \
+  "$undo; $(if ((restored == 0)); then echo "restored after $((SECONDS - t)) s"; else echo "still: ${left}"; fi)" "$restored"
 # Its resolution is checked after scenarios 2 and 3, which run on other
 # leaves meanwhile: the engine weighs evidence over a horizon (180 s by
 # default, no flag), so a link_loss resolves about horizon + resolve-after

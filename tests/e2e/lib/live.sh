@@ -3,8 +3,8 @@
 # (gRPC) and bus_e2e.sh (NATS JetStream). Source after lib/fabric.sh and
 # lib/testlib.sh; the caller sets NETDIAG, TOPO, MGMT, API, FABRIC_RUN, the
 # ports and timers (WINDOW, PROBE_RATE, FLOWS_PER_PEER, RESOLVE_AFTER),
-# ANALYZER_EXTRA (more analyzer flags) and AGENT_UPLINK (the agents' flags
-# naming where they send).
+# ANALYZER_EXTRA (more analyzer flags), AGENT_UPLINK (the agents' flags
+# naming where they send) and DRAIN_KEY (optional: switch agents act).
 
 ANALYZER_PID=""
 ANALYZER_EXTRA=()
@@ -34,9 +34,14 @@ start_analyzer() {
   return 1
 }
 
+# With DRAIN_KEY set, switch agents carry out the analyzer's drain actions
+# on their FRR (the BGP session of the port).
 start_agent() {  # node
-  local n=$1
-  ip netns exec "$(fabric_ns "$n")" "$NETDIAG" agent --node "$n" "${AGENT_UPLINK[@]}" \
+  local n=$1 drain=()
+  if [[ -n ${DRAIN_KEY:-} && ${FAB_ROLE[$n]} != host ]]; then
+    drain=(--drain-executor frr --drain-vty-socket "$(fabric_frr_dir "$n")" --drain-key-file "$DRAIN_KEY")
+  fi
+  ip netns exec "$(fabric_ns "$n")" "$NETDIAG" agent --node "$n" "${AGENT_UPLINK[@]}" "${drain[@]}" \
     --spool-dir "$FABRIC_RUN/spool-$n" --metrics-address "127.0.0.1:$AGENT_METRICS_PORT" \
     --batch-interval 1 --counters-interval 1 --path-refresh 20 \
     >>"$FABRIC_RUN/agent-$n.log" 2>&1 &
