@@ -10,7 +10,7 @@
 # against Tencent Xingmai's 1 / 3 / 5 minutes (found, localized, resolved).
 #
 #   usage: bench/drain_timeline.sh [BUILD_DIR] [RUNS]     (root; 3 runs by default)
-set -euo pipefail
+set -uo pipefail  # not -e: `netdiag locate` exits 1 while a fault is open
 build=$(readlink -f "${1:-build}")
 runs=${2:-3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/e2e" && pwd)
@@ -30,12 +30,12 @@ trap 'fabric_teardown; echo "logs in $FABRIC_RUN"' EXIT
 DRAIN_KEY=$FABRIC_RUN/drain.key; API_TOKEN=$FABRIC_RUN/api.token
 (umask 077; head -c 32 /dev/urandom | base64 >"$DRAIN_KEY"; head -c 32 /dev/urandom | base64 >"$API_TOKEN")
 ANALYZER_EXTRA=(--drain-policy auto --drain-key "$DRAIN_KEY" --api-token-file "$API_TOKEN")
-fabric_load "$TOPO"
+fabric_load "$TOPO" || exit 1
 MGMT=$(fabric_mgmt_server_addr)
 API=http://127.0.0.1:$WEB_PORT
 AGENT_UPLINK=(--analyzer "$MGMT:$GRPC_PORT")
-fabric_create && fabric_start_frr && fabric_start_lldpd && fabric_wait_ecmp 60 && fabric_wait_lldp 30
-start_analyzer
+fabric_create && fabric_start_frr && fabric_start_lldpd && fabric_wait_ecmp 60 && fabric_wait_lldp 30 || exit 1
+start_analyzer || exit 1
 for n in "${FAB_NODES[@]}"; do start_agent "$n"; done
 [[ -z $(wait_agents 60) ]] || { echo "agents not ready"; exit 1; }
 sleep $((WINDOW * 5 + 5))

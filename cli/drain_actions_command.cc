@@ -111,6 +111,21 @@ int list(const DrainActionOptions& o) {
     if (d.contains("detail")) std::cout << "  (" << d["detail"].get<std::string>() << ")";
     std::cout << '\n';
   }
+  size_t events = 0;
+  for (const json& e : body->value("events", json::array())) {
+    if (events++ == 0) std::cout << "audit (newest first):\n";
+    if (events > 15) break;
+    std::cout << "  " << clockText(e.value("at", 0.0)) << "  " << e.value("event", "?") << "  "
+              << e.value("link", "?");
+    if (e.contains("incident")) std::cout << "  " << e["incident"].get<std::string>();
+    if (e.contains("actor")) std::cout << "  by " << e["actor"].get<std::string>();
+    if (e.contains("detail") && e["detail"].is_object() && e["detail"].contains("verdict")) {
+      std::cout << "  verdict " << e["detail"]["verdict"].get<std::string>();
+    } else if (e.contains("detail") && e["detail"].is_string()) {
+      std::cout << "  (" << e["detail"].get<std::string>() << ")";
+    }
+    std::cout << '\n';
+  }
   size_t shown = 0;
   for (const json& a : (*body)["actions"]) {
     if (shown++ == 0) std::cout << "recent actions:\n";

@@ -47,6 +47,10 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   };
   d->analyzer_ = LiveAnalyzer::create(topo, o.live, d->registry_, o.clock, error, warnings);
   if (!d->analyzer_) return nullptr;
+  // The drain audit lives beside the incidents (migrated by now).
+  if (!o.live.db_path.empty() && !d->coordinator_->attachStore(o.live.db_path, error)) {
+    return nullptr;
+  }
 
   std::optional<std::string> token;
   if (!o.api_token_file.empty()) {

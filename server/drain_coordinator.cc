@@ -1,6 +1,8 @@
 #include "server/drain_coordinator.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <utility>
 
 namespace netdiag::server {
@@ -27,8 +29,113 @@ uint64_t incidentNumber(const std::string& id) {
 }  // namespace
 
 DrainCoordinator::DrainCoordinator(const Topology& topo, drain::Policy policy, DrainOutbox* outbox,
-                                   std::function<void(const std::string&)> log)
-    : topo_(topo), policy_(policy), outbox_(outbox), log_(std::move(log)) {}
+                                   std::function<void(const std::string&)> log,
+                                   std::function<double()> clock)
+    : topo_(topo),
+      policy_(policy),
+      outbox_(outbox),
+      log_(std::move(log)),
+      clock_(clock ? std::move(clock) : [] {
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+      }) {}
+
+void DrainCoordinator::recordLocked(const std::string& link, const std::string& event,
+                                    const Drain* d, const std::string& actor,
+                                    const std::string& detail) {
+  store::DrainEvent e;
+  e.at = clock_();
+  e.link = link;
+  e.event = event;
+  e.actor = actor;
+  e.detail = detail;
+  if (d) {
+    e.port = d->port;
+    e.incident = d->incident;
+    e.nonce = std::to_string(event.rfind("restor", 0) == 0 ? d->restore_nonce : d->nonce);
+  }
+  if (db_) {
+    if (auto st = store::appendDrainEvent(*db_, e); !st && log_) {
+      log_("drain audit: cannot write the " + event + " of " + link + ": " + st.message());
+    }
+  }
+  events_.push_front(std::move(e));
+  while (events_.size() > kHistory) events_.pop_back();
+}
+
+bool DrainCoordinator::attachStore(const std::string& db_path, std::string* error) {
+  auto db = store::Database::open(db_path);
+  if (!db) {
+    if (error) *error = db.message();
+    return false;
+  }
+  auto events = store::loadDrainEvents(*db);
+  if (!events) {
+    if (error) *error = db_path + ": drain audit: " + events.message();
+    return false;
+  }
+  std::lock_guard lk(mu_);
+  db_ = std::make_unique<store::Database>(std::move(*db));
+  restoreFrom(*events);
+  return true;
+}
+
+// Folds the audit, oldest first, into the drains held now.
+void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events) {
+  for (const store::DrainEvent& e : events) {
+    if (e.link == "-") continue;  // policy-wide (freeze)
+    const auto dir = topo_.findDirLink(e.link);
+    if (!dir) continue;  // a link of another topology
+    const LinkId link = Topology::linkOf(*dir);
+    auto it = drains_.find(link);
+    if (e.event == "issued") {
+      Drain d;
+      d.link = link;
+      d.incident = e.incident;
+      d.port = e.port;
+      d.by = e.actor;
+      d.at = e.at;
+      d.nonce = std::strtoull(e.nonce.c_str(), nullptr, 10);
+      d.scope = drain::scopeOf(topo_, drain::Context(topo_).plan(link));
+      drains_[link] = d;
+      issued_at_.push_back(e.at);
+      if (!e.incident.empty()) acted_.insert(e.incident);
+      continue;
+    }
+    if (it == drains_.end()) continue;
+    Drain& d = it->second;
+    if (e.event == "drained") {
+      d.state = "drained";
+    } else if (e.event == "drain_failed") {
+      d.state = "failed";
+      d.detail = e.detail;
+    } else if (e.event == "restoring") {
+      d.state = "restoring";
+      d.restore_nonce = std::strtoull(e.nonce.c_str(), nullptr, 10);
+    } else if (e.event == "restore_failed") {
+      d.state = "drained";
+      d.detail = e.detail;
+    } else if (e.event == "restored") {
+      history_.push_front(d);
+      history_.back().state = "restored";
+      drains_.erase(it);
+    }
+  }
+  while (history_.size() > kHistory) history_.pop_back();
+  // The outbox that would bring their results died with the last run.
+  for (auto& [link, d] : drains_) {
+    if (d.state == "draining" || d.state == "restoring") {
+      d.detail = std::string("the analyzer restarted before the switch answered its ") +
+                 (d.state == "draining" ? "drain" : "restore") +
+                 ": check the link on the switch, then undo";
+      d.state = "unknown";
+    }
+  }
+  for (auto it = events.rbegin(); it != events.rend() && events_.size() < kHistory; ++it) {
+    events_.push_back(*it);
+  }
+  updateGaugesLocked();
+}
 
 drain::Context DrainCoordinator::contextLocked(const analyzer::Report& report) const {
   drain::Context c = drain::Context::fromIncidents(topo_, report.incidents);
@@ -64,8 +171,9 @@ drain::Decision DrainCoordinator::decideLocked(const analyzer::Incident& inciden
 
 std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& incident,
                                                       const topology::DrainPlan& plan,
-                                                      const std::string& scope, double now,
+                                                      const drain::Decision& decision, double now,
                                                       const std::string& by, std::string* error) {
+  const std::string& scope = decision.scope;
   if (!outbox_) {
     if (error) *error = "drain actions are off: start the analyzer with --drain-key";
     return std::nullopt;
@@ -98,6 +206,9 @@ std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& 
   while (issued_at_.size() > 1024 || (!issued_at_.empty() && issued_at_.front() < now - 3600)) {
     issued_at_.pop_front();
   }
+  recordLocked(
+      topo_.dirLinkName(2 * link), "issued", &d, by,
+      nlohmann::json{{"decision", drain::decisionJson(decision)}, {"plan", plan.summary}}.dump());
   updateGaugesLocked();
   return nonce;
 }
@@ -127,9 +238,15 @@ void DrainCoordinator::followLocked() {
                    (detail.empty() ? "" : ": " + detail);
       }
     }
-    if (d.state != before && log_) {
-      log_("drain of " + topo_.dirLinkName(2 * d.link) + " (" + d.incident + "): " + d.state +
-           (d.detail.empty() ? "" : " (" + d.detail + ")"));
+    if (d.state != before) {
+      const std::string event = before == "draining"
+                                    ? (d.state == "drained" ? "drained" : "drain_failed")
+                                    : (d.state == "restored" ? "restored" : "restore_failed");
+      recordLocked(topo_.dirLinkName(2 * d.link), event, &d, "switch " + d.port, d.detail);
+      if (log_) {
+        log_("drain of " + topo_.dirLinkName(2 * d.link) + " (" + d.incident + "): " + d.state +
+             (d.detail.empty() ? "" : " (" + d.detail + ")"));
+      }
     }
     if (d.state == "restored") {
       history_.push_front(std::move(d));
@@ -146,21 +263,35 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
   std::lock_guard lk(mu_);
   pass_s_ = pass_s;
   followLocked();
-  if (policy_.mode != drain::Mode::kAuto) return;
+  if (policy_.mode == drain::Mode::kAdvise) return;
+  std::set<std::string> open;
   for (const analyzer::Incident& i : report.incidents) {
-    if (i.resolved_at || i.link == topology::kNone || acted_.count(i.id) ||
-        drains_.count(Topology::linkOf(i.link))) {
-      continue;
-    }
+    if (i.resolved_at || i.link == topology::kNone) continue;
+    open.insert(i.id);
+    if (acted_.count(i.id) || drains_.count(Topology::linkOf(i.link))) continue;
     topology::DrainPlan plan;
     const drain::Decision d = decideLocked(i, report, pass_s, policy_, &plan);
+    // The audit keeps each change of an incident's verdict, with the
+    // checks that decided it.
+    std::string& last = verdicts_[i.id];
+    if (last != drain::verdictName(d.verdict)) {
+      last = drain::verdictName(d.verdict);
+      Drain about;
+      about.incident = i.id;
+      recordLocked(topo_.dirLinkName(2 * Topology::linkOf(i.link)), "decision", &about,
+                   std::string("policy ") + drain::modeName(policy_.mode),
+                   drain::decisionJson(d).dump());
+    }
     if (d.verdict != drain::Verdict::kAct) continue;
     std::string error;
-    if (issueLocked(i, plan, d.scope, report.generated_at, "policy auto", &error)) {
+    if (issueLocked(i, plan, d, report.generated_at, "policy auto", &error)) {
       acted_.insert(i.id);
     } else if (log_) {
       log_("drain of " + topo_.dirLinkName(i.link) + " (" + i.id + ") not issued: " + error);
     }
+  }
+  for (auto it = verdicts_.begin(); it != verdicts_.end();) {
+    it = open.count(it->first) ? std::next(it) : verdicts_.erase(it);
   }
 }
 
@@ -223,7 +354,7 @@ std::optional<uint64_t> DrainCoordinator::approve(const std::string& incident_id
     return fail(std::string("not approved, the policy says ") + drain::verdictName(d.verdict) +
                 ": " + failing);
   }
-  return issueLocked(*found, plan, d.scope, report.generated_at, by, error);
+  return issueLocked(*found, plan, d, report.generated_at, by, error);
 }
 
 std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const std::string& by,
@@ -250,12 +381,14 @@ std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const st
   it->second.restore_nonce = *nonce;
   it->second.state = "restoring";
   it->second.detail.clear();
+  recordLocked(topo_.dirLinkName(2 * it->first), "restoring", &it->second, by, "");
   return nonce;
 }
 
 void DrainCoordinator::setFrozen(bool frozen, const std::string& by) {
   std::lock_guard lk(mu_);
   policy_.frozen = frozen;
+  recordLocked("-", frozen ? "frozen" : "unfrozen", nullptr, by, "");
   if (log_) log_(std::string("drain policy ") + (frozen ? "frozen" : "unfrozen") + " by " + by);
   updateGaugesLocked();
 }
@@ -265,6 +398,21 @@ nlohmann::json DrainCoordinator::state() const {
   nlohmann::json drained = nlohmann::json::array(), history = nlohmann::json::array();
   for (const auto& [link, d] : drains_) drained.push_back(drainJson(d));
   for (const Drain& d : history_) history.push_back(drainJson(d));
+  nlohmann::json events = nlohmann::json::array();
+  for (const store::DrainEvent& e : events_) {
+    nlohmann::json j{{"at", e.at}, {"link", e.link}, {"event", e.event}};
+    for (const auto& [k, v] : {std::pair<const char*, const std::string*>{"port", &e.port},
+                               {"incident", &e.incident},
+                               {"actor", &e.actor},
+                               {"nonce", &e.nonce}}) {
+      if (!v->empty()) j[k] = *v;
+    }
+    if (!e.detail.empty()) {
+      auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+      j["detail"] = detail.is_discarded() ? nlohmann::json(e.detail) : detail;
+    }
+    events.push_back(std::move(j));
+  }
   return {{"policy",
            {{"mode", drain::modeName(policy_.mode)},
             {"frozen", policy_.frozen},
@@ -275,7 +423,8 @@ nlohmann::json DrainCoordinator::state() const {
             {"max_drains_per_hour", policy_.max_drains_per_hour},
             {"max_open_incidents", policy_.max_open_incidents}}},
           {"drained", drained},
-          {"restored", history}};
+          {"restored", history},
+          {"events", events}};
 }
 
 void DrainCoordinator::updateGaugesLocked() {

@@ -12,6 +12,12 @@
 // host (then its switch's end): a BGP session shut at either end takes
 // both directions out.
 //
+// Every decision that changes and every action's step is an event of the
+// drain audit (store/drain_store.h), in SQLite when a database is attached:
+// a restarted analyzer rebuilds the links it holds drained from it. A drain
+// or restore whose result the restart lost is shown `unknown` (and still
+// counted out of service) until someone undoes it or checks the switch.
+//
 // Not yet here (issue #14, next): the engine does not know the drained
 // links (an incident on one resolves once no loss is seen, although no
 // probe crosses it any more), so nothing checks that the loss went back to
@@ -23,6 +29,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -36,6 +43,8 @@
 #include "drain/context.h"
 #include "drain/policy.h"
 #include "server/drain_outbox.h"
+#include "store/drain_store.h"
+#include "store/sqlite.h"
 #include "topology/model.h"
 
 namespace netdiag::server {
@@ -43,8 +52,11 @@ namespace netdiag::server {
 class DrainCoordinator {
  public:
   // `outbox` may be null only under advise (nothing is ever issued).
+  // `clock`: the wall clock of the audit's times (Unix seconds; default:
+  // the system's).
   DrainCoordinator(const topology::Topology& topo, drain::Policy policy, DrainOutbox* outbox,
-                   std::function<void(const std::string&)> log);
+                   std::function<void(const std::string&)> log,
+                   std::function<double()> clock = nullptr);
 
   // After a pass: follows the actions under way, then decides for every
   // open link incident of `report` (acting under auto).
@@ -67,7 +79,13 @@ class DrainCoordinator {
   // A maintenance freeze: no drain while set (restores still run).
   void setFrozen(bool frozen, const std::string& by);
 
-  // The policy, the links netdiag holds drained and the last drains.
+  // Keeps the audit in the (migrated) database at `db_path` from now on,
+  // and takes the drains it records as this analyzer's. False and *error
+  // when it cannot be read.
+  bool attachStore(const std::string& db_path, std::string* error);
+
+  // The policy, the links netdiag holds drained, the last drains and the
+  // latest audit events (newest first).
   nlohmann::json state() const;
 
   // netdiag_drain_links_drained, netdiag_drain_frozen.
@@ -92,9 +110,14 @@ class DrainCoordinator {
                                double pass_s, drain::Policy policy,
                                topology::DrainPlan* plan_out) const;
   std::optional<uint64_t> issueLocked(const analyzer::Incident& incident,
-                                      const topology::DrainPlan& plan, const std::string& scope,
-                                      double now, const std::string& by, std::string* error);
+                                      const topology::DrainPlan& plan,
+                                      const drain::Decision& decision, double now,
+                                      const std::string& by, std::string* error);
   void followLocked();
+  // Appends to the audit (memory, and the database when attached).
+  void recordLocked(const std::string& link, const std::string& event, const Drain* d,
+                    const std::string& actor, const std::string& detail);
+  void restoreFrom(const std::vector<store::DrainEvent>& events);
   void updateGaugesLocked();
   nlohmann::json drainJson(const Drain& d) const;
 
@@ -102,12 +125,16 @@ class DrainCoordinator {
   drain::Policy policy_;
   DrainOutbox* outbox_;
   std::function<void(const std::string&)> log_;
+  std::function<double()> clock_;
   mutable std::mutex mu_;
-  std::map<topology::LinkId, Drain> drains_;  // the links netdiag holds drained
-  std::deque<Drain> history_;                 // restored or replaced, newest first
-  std::deque<double> issued_at_;              // drains issued, for the hourly bound
-  std::set<std::string> acted_;               // incidents auto acted on (never twice)
-  double pass_s_ = 5;                         // the engine's pass interval
+  std::map<topology::LinkId, Drain> drains_;     // the links netdiag holds drained
+  std::deque<Drain> history_;                    // restored or replaced, newest first
+  std::deque<double> issued_at_;                 // drains issued, for the hourly bound
+  std::set<std::string> acted_;                  // incidents auto acted on (never twice)
+  std::map<std::string, std::string> verdicts_;  // last decision recorded per open incident
+  std::deque<store::DrainEvent> events_;         // the latest audit events, newest first
+  std::unique_ptr<store::Database> db_;          // the audit's, when attached
+  double pass_s_ = 5;                            // the engine's pass interval
   prometheus::Gauge* g_drained_ = nullptr;
   prometheus::Gauge* g_frozen_ = nullptr;
 };

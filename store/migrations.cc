@@ -84,9 +84,28 @@ CREATE TABLE analyzer_state (
 ) WITHOUT ROWID;
 )sql";
 
+// Every drain decision and action of the analyzer's drain policy, in the
+// order they happened (store/drain_store.h): the audit, and what a
+// restarted analyzer rebuilds its drained links from.
+constexpr std::string_view kDrainEventsSql = R"sql(
+CREATE TABLE drain_event (
+  seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+  at        REAL    NOT NULL,  -- the analyzer's wall clock, Unix seconds
+  link      TEXT    NOT NULL,  -- "X:p->Y:q", the link's first direction
+  event     TEXT    NOT NULL,  -- issued, done, failed, restoring, restored, ...
+  port      TEXT,              -- the port acted on, "node:port"
+  incident  TEXT,              -- "inc-<n>"
+  actor     TEXT,              -- "policy auto", "operator <name>"
+  nonce     TEXT,              -- the action's
+  detail    TEXT               -- JSON: the decision's checks, or the switch's reason
+);
+CREATE INDEX drain_event_link ON drain_event (link, seq);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "topology snapshots", kTopologySnapshotsSql},
     Migration{2, "incidents and analyzer state", kIncidentsSql},
+    Migration{3, "drain audit", kDrainEventsSql},
 };
 
 constexpr std::string_view kCreateVersionTableSql = R"sql(

@@ -6,8 +6,12 @@
 
 #include "server/drain_coordinator.h"
 
-#include <gtest/gtest.h>
+#include <cstdio>
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "store/migrations.h"
 #include "topology/generators.h"
 
 namespace netdiag::server {
@@ -58,9 +62,10 @@ class DrainCoordinatorTest : public ::testing::Test {
             topo_, actuator::DrainKey{std::string(32, 'k')}, DrainOutboxOptions{},
             [this] { return clock_; }, nullptr) {}
 
-  void start(drain::Mode mode) {
+  void start(drain::Mode mode, int per_scope = 1) {
     drain::Policy p;
     p.mode = mode;
+    p.max_drained_per_scope = per_scope;
     coordinator_ = std::make_unique<DrainCoordinator>(topo_, p, &outbox_, nullptr);
   }
   // What `agent`'s next ack carries.
@@ -223,6 +228,67 @@ TEST_F(DrainCoordinatorTest, AnActionNoAgentTakesExpires) {
   coordinator_->onPass(at(125, {i}), 5);
   EXPECT_EQ(drained()[0]["state"], "failed");
   EXPECT_NE(drained()[0]["detail"].get<std::string>().find("expired"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace netdiag::server
+
+namespace netdiag::server {
+namespace {
+
+// Every step lands in the audit, in SQLite; a restarted analyzer holds the
+// same drains, and one whose result the restart lost is `unknown`.
+TEST_F(DrainCoordinatorTest, TheAuditOutlivesTheAnalyzer) {
+  const std::string path =
+      ::testing::TempDir() + "drain-audit-" + std::to_string(::getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    auto db = store::openAndMigrate(path);
+    ASSERT_TRUE(db) << db.message();
+  }
+  start(drain::Mode::kAuto, 2);  // both links are in the leaf-spine scope
+  std::string error;
+  ASSERT_TRUE(coordinator_->attachStore(path, &error)) << error;
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  const Incident j = paged(topo_, "inc-2", "leaf2:swp4");
+  coordinator_->onPass(at(101, {i}), 5);  // a decision: wait (not held)
+  coordinator_->onPass(at(120, {i}), 5);  // act
+  auto a = deliver("leaf1");
+  ASSERT_EQ(a.size(), 1u);
+  answer("leaf1", a[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i, j}), 5);  // drained; j acted on, no answer
+  ASSERT_EQ(deliver("leaf2").size(), 1u);
+  coordinator_->setFrozen(true, "operator ann");
+
+  auto db = store::Database::open(path);
+  ASSERT_TRUE(db);
+  auto events = store::loadDrainEvents(*db);
+  ASSERT_TRUE(events) << events.message();
+  std::vector<std::string> seen;
+  for (const auto& e : *events) seen.push_back(e.event + " " + e.incident);
+  EXPECT_EQ(seen, (std::vector<std::string>{"decision inc-1", "decision inc-1", "issued inc-1",
+                                            "drained inc-1", "decision inc-2", "issued inc-2",
+                                            "frozen "}));
+  EXPECT_NE((*events)[2].detail.find("\"verdict\":\"act\""), std::string::npos)
+      << (*events)[2].detail;
+  EXPECT_EQ((*events)[2].actor, "policy auto");
+  EXPECT_EQ((*events)[2].port, "leaf1:swp3");
+  EXPECT_EQ(coordinator_->state()["events"][0]["event"], "frozen");
+
+  // A new analyzer on the same database.
+  start(drain::Mode::kAuto, 2);
+  ASSERT_TRUE(coordinator_->attachStore(path, &error)) << error;
+  const auto held = drained();
+  ASSERT_EQ(held.size(), 2u) << held.dump(1);
+  std::map<std::string, std::string> state;
+  for (const auto& d : held) state[d["incident"]] = d["state"];
+  EXPECT_EQ(state["inc-1"], "drained");
+  EXPECT_EQ(state["inc-2"], "unknown");
+  // Never acted on twice, and still counted out of service.
+  coordinator_->onPass(at(130, {i, j}), 5);
+  EXPECT_TRUE(deliver("leaf1").empty());
+  EXPECT_TRUE(deliver("leaf2").empty());
+  std::remove(path.c_str());
 }
 
 }  // namespace

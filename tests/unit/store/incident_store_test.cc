@@ -144,8 +144,8 @@ TEST(IncidentStore, MigratesVersion1DatabaseAndKeepsTopologySnapshots) {
     snapshot = *id;
   }
   auto db = openMigrated(path);
-  EXPECT_EQ(schemaVersion(db).value(), 2);
-  EXPECT_EQ(latestSchemaVersion(), 2);
+  EXPECT_EQ(schemaVersion(db).value(), 3);
+  EXPECT_EQ(latestSchemaVersion(), 3);
 
   auto snapshots = listTopologySnapshots(db);
   ASSERT_TRUE(snapshots) << snapshots.message();
