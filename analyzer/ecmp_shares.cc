@@ -10,6 +10,19 @@ using topology::NodeId;
 EcmpShares::EcmpShares(const topology::Topology& topo, size_t max_entries)
     : topo_(topo), router_(topo), max_entries_(max_entries) {}
 
+void EcmpShares::setDown(const std::set<topology::LinkId>& links) {
+  if (links == down_) return;
+  for (topology::LinkId l : down_) {
+    if (!links.count(l)) router_.setLinkDown(l, false);
+  }
+  for (topology::LinkId l : links) {
+    if (!down_.count(l)) router_.setLinkDown(l, true);
+  }
+  down_ = links;
+  cache_.clear();
+  entries_ = 0;
+}
+
 const EcmpShares::Shares& EcmpShares::pair(NodeId from, NodeId to) {
   uint64_t key = static_cast<uint64_t>(from) << 32 | to;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;

@@ -7,6 +7,7 @@
 // never a vendor's hash.
 
 #include <cstdint>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,6 +32,10 @@ class EcmpShares {
   using Shares = std::vector<std::pair<topology::DirLinkId, double>>;
   const Shares& linksOn(topology::NodeId from, topology::NodeId to) { return pair(from, to); }
 
+  // The links out of the graph now (drained by netdiag): routes and shares
+  // are taken without them. Clears the cache when the set changes.
+  void setDown(const std::set<topology::LinkId>& links);
+
  private:
   const Shares& pair(topology::NodeId from, topology::NodeId to);
 
@@ -38,6 +43,7 @@ class EcmpShares {
   topology::Router router_;
   size_t max_entries_;
   size_t entries_ = 0;
+  std::set<topology::LinkId> down_;
   std::unordered_map<uint64_t, Shares> cache_;
 };
 

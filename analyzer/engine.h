@@ -15,7 +15,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,14 @@ class Engine : public telemetry::RecordSink {
 
   // Called whenever an incident opens or changes state (for persistence).
   void onIncidentChange(std::function<void(const Incident&)> callback);
+
+  // What netdiag's drains did (server/drain_coordinator.h): the links they
+  // hold out of service leave the ECMP graph the evidence is weighed on
+  // (formats.md §1: a link known to be down leaves the graph) and their
+  // incidents do not resolve while out; `mitigated` (incident id -> when)
+  // sets mitigated_at on those the drain mended.
+  void setDrained(const std::set<topology::LinkId>& links,
+                  const std::map<std::string, double>& mitigated);
 
   // Continues from incidents an earlier run persisted: open ones are tracked
   // again (they can still localize and resolve), closed ones stay in the

@@ -199,6 +199,7 @@ json incidentToJson(const topology::Topology& topo, const Incident& i) {
   }
   j["opened_at"] = i.opened_at;
   j["localized_at"] = orNull(i.localized_at);
+  if (i.mitigated_at) j["mitigated_at"] = *i.mitigated_at;  // only once drained
   j["resolved_at"] = orNull(i.resolved_at);
   j["confidence"] = i.confidence;
   j["loss_ratio"] = i.loss_ratio;

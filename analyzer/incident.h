@@ -96,6 +96,11 @@ struct Incident {
   std::vector<PortId> ports;      // miscabling
   double opened_at = 0;
   std::optional<double> localized_at;
+  // When netdiag's drain of the link took it out of service and the loss
+  // went back to background (server/drain_coordinator.h); unset otherwise.
+  // While its link stays drained the incident does not resolve (no probe
+  // crosses the link to say whether the fault is gone).
+  std::optional<double> mitigated_at;
   std::optional<double> resolved_at;
   double confidence = 0;  // posterior probability that this explanation is right
   double loss_ratio = 0;  // estimated loss on the link (or of probes to the node)

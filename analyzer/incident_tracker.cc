@@ -136,11 +136,23 @@ void IncidentTracker::endPass(double now) {
         t.incident.confidence = std::min(t.incident.confidence, faded_confidence_);
       }
     }
+    if (t.incident.link != topology::kNone &&
+        held_.count(topology::Topology::linkOf(t.incident.link))) {
+      t.last_bad = now;  // drained: no evidence either way
+    }
     if (now - t.last_bad >= resolve_after_s_) {
       t.open = false;
       t.incident.resolved_at = now;
       notify(t.incident);
     }
+  }
+}
+
+void IncidentTracker::mitigate(const std::string& id, double at) {
+  for (auto& [key, t] : tracked_) {
+    if (!t.open || t.incident.id != id || t.incident.mitigated_at) continue;
+    t.incident.mitigated_at = at;
+    notify(t.incident);
   }
 }
 

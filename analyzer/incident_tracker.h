@@ -92,6 +92,13 @@ class IncidentTracker {
   // what the evidence says now. (A localized one keeps what it paged at.)
   void endPass(double now);
 
+  // Links taken out of service by netdiag's drain: an open incident on one
+  // does not resolve while it stays out (no probe crosses it to say the
+  // fault is gone); it resolves as any other once the link is back.
+  void holdLinks(std::set<topology::LinkId> links) { held_ = std::move(links); }
+  // Marks the open incident `id` mitigated at `at` (once; notifies).
+  void mitigate(const std::string& id, double at);
+
   // Continues from incidents an earlier run persisted: open ones are tracked
   // again, closed ones stay in the history, and new ids continue after the
   // highest. What the evidence will be:
@@ -128,6 +135,7 @@ class IncidentTracker {
     bool replaying = false;
   };
   Tracked& track(const Key& key, double now);
+  std::set<topology::LinkId> held_;
   void notify(const Incident& i);
 
   double resolve_after_s_, horizon_s_, settle_s_, faded_confidence_;

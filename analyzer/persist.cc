@@ -53,6 +53,9 @@ std::vector<Incident> fromRows(const topology::Topology& topo,
       if (json.contains("evidence")) i.evidence = evidenceFromJson(json["evidence"]);
       if (json.contains("candidates")) i.candidates = candidatesFromJson(topo, json["candidates"]);
       i.loss_interval = lossIntervalFromJson(json);
+      if (json.contains("mitigated_at") && json["mitigated_at"].is_number()) {
+        i.mitigated_at = json["mitigated_at"].get<double>();
+      }
       if (json.contains("ports") && json["ports"].is_array()) {
         for (const auto& p : json["ports"]) {
           auto port = p.is_string() ? topo.findPort(p.get<std::string>()) : std::nullopt;

@@ -106,6 +106,8 @@ void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events)
     Drain& d = it->second;
     if (e.event == "drained") {
       d.state = "drained";
+    } else if (e.event == "mitigated") {
+      d.state = "mitigated";
     } else if (e.event == "drain_failed") {
       d.state = "failed";
       d.detail = e.detail;
@@ -213,7 +215,7 @@ std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& 
   return nonce;
 }
 
-void DrainCoordinator::followLocked() {
+void DrainCoordinator::followLocked(double now) {
   if (!outbox_) return;
   for (auto it = drains_.begin(); it != drains_.end();) {
     Drain& d = it->second;
@@ -223,6 +225,7 @@ void DrainCoordinator::followLocked() {
       const std::string s = outbox_->stateOf(d.nonce, &detail);
       if (s == "done") {
         d.state = "drained";
+        d.done_at = now;
       } else if (s == "failed" || s == "refused" || s == "expired" || s.empty()) {
         d.state = "failed";
         d.detail = "drain " + (s.empty() ? std::string("lost") : s) +
@@ -262,8 +265,9 @@ void DrainCoordinator::followLocked() {
 void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
   std::lock_guard lk(mu_);
   pass_s_ = pass_s;
-  followLocked();
-  if (policy_.mode == drain::Mode::kAdvise) return;
+  followLocked(report.generated_at);
+  verifyLocked(report, pass_s);
+  if (policy_.mode == drain::Mode::kAdvise) return publishLocked();
   std::set<std::string> open;
   for (const analyzer::Incident& i : report.incidents) {
     if (i.resolved_at || i.link == topology::kNone) continue;
@@ -293,6 +297,70 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
   for (auto it = verdicts_.begin(); it != verdicts_.end();) {
     it = open.count(it->first) ? std::next(it) : verdicts_.erase(it);
   }
+  publishLocked();
+}
+
+void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_s) {
+  const double now = report.generated_at;
+  for (auto& [link, d] : drains_) {
+    if (d.state != "drained" || d.done_at <= 0 || d.detail.rfind("loss persists", 0) == 0 ||
+        now - d.done_at < kVerifyPasses * pass_s) {
+      continue;
+    }
+    // Loss that opened after the drain in its scope: the drain did not
+    // take the fault out (or there is another one beside it).
+    std::string persists;
+    for (const analyzer::Incident& i : report.incidents) {
+      if (i.resolved_at || i.link == topology::kNone || Topology::linkOf(i.link) == link ||
+          i.opened_at <= d.at || !analyzer::isLinkKind(i.kind) ||
+          i.kind == analyzer::IncidentKind::kLinkDown) {
+        continue;
+      }
+      const drain::Context none(topo_);
+      if (drain::scopeOf(topo_, none.plan(Topology::linkOf(i.link))) != d.scope) continue;
+      persists += (persists.empty() ? "" : ", ") + i.id + " " + topo_.dirLinkName(i.link);
+    }
+    const std::string name = topo_.dirLinkName(2 * link);
+    if (persists.empty()) {
+      d.state = "mitigated";
+      d.mitigated_at = now;
+      recordLocked(name, "mitigated", &d, "policy", "");
+      if (log_) log_("drain of " + name + " (" + d.incident + "): mitigated, the loss is gone");
+      continue;
+    }
+    d.detail = "loss persists after the drain: " + persists;
+    recordLocked(name, "not_mitigated", &d, "policy", d.detail);
+    if (log_) log_("drain of " + name + " (" + d.incident + "): " + d.detail);
+    if (policy_.mode != drain::Mode::kAuto || !outbox_) continue;
+    DrainRequest r;
+    r.port = d.port;
+    r.op = v1::DrainAction::RESTORE;
+    r.incident = incidentNumber(d.incident);
+    r.reason = "rollback: the loss persists after the drain";
+    r.by = "policy auto (rollback)";
+    std::string error;
+    if (auto nonce = outbox_->issue(r, &error)) {
+      d.restore_nonce = *nonce;
+      d.state = "restoring";
+      recordLocked(name, "restoring", &d, r.by, d.detail);
+    } else if (log_) {
+      log_("rollback of the drain of " + name + " not issued: " + error);
+    }
+  }
+}
+
+void DrainCoordinator::publishLocked() {
+  if (!publish_) return;
+  std::set<LinkId> out;
+  std::map<std::string, double> mitigated;
+  for (const auto& [link, d] : drains_) {
+    // What the engine may take as out: drains the switch confirmed. A failed
+    // or unknown one may still carry traffic (drain plans count it out all
+    // the same, to be safe the other way).
+    if (d.state == "drained" || d.state == "mitigated" || d.state == "restoring") out.insert(link);
+    if (d.state == "mitigated" && !d.incident.empty()) mitigated[d.incident] = d.mitigated_at;
+  }
+  publish_(std::move(out), std::move(mitigated));
 }
 
 nlohmann::json DrainCoordinator::drainJson(const Drain& d) const {
@@ -430,7 +498,7 @@ nlohmann::json DrainCoordinator::state() const {
 void DrainCoordinator::updateGaugesLocked() {
   if (g_drained_) {
     size_t n = 0;
-    for (const auto& [link, d] : drains_) n += d.state == "drained" ? 1 : 0;
+    for (const auto& [link, d] : drains_) n += d.state == "drained" || d.state == "mitigated";
     g_drained_->Set(static_cast<double>(n));
   }
   if (g_frozen_) g_frozen_->Set(policy_.frozen ? 1 : 0);

@@ -18,10 +18,15 @@
 // or restore whose result the restart lost is shown `unknown` (and still
 // counted out of service) until someone undoes it or checks the switch.
 //
-// Not yet here (issue #14, next): the engine does not know the drained
-// links (an incident on one resolves once no loss is seen, although no
-// probe crosses it any more), so nothing checks that the loss went back to
-// background after a drain, and nothing rolls a drain back on its own.
+// After a drain is done the coordinator verifies it: when, `verify_passes`
+// passes later, no new loss incident has opened in the drained link's scope
+// since the drain was issued, the loss went back to background and the
+// drain is `mitigated` (and so is its incident: mitigated_at). Otherwise
+// the drain did not remove the loss (a wrong link, a second fault): it says
+// so in the audit and the log, the incident keeps paging, and under `auto`
+// the drain is rolled back (restored). The engine is told which links are
+// out (they leave its ECMP graph; their incidents do not resolve while out)
+// and which incidents are mitigated, after every pass (onPublish).
 //
 // Thread-safety: every public method may be called from any thread.
 
@@ -76,6 +81,15 @@ class DrainCoordinator {
                                   const std::string& by, std::string* error);
   // Restores a link netdiag drained (`link`: either direction's name).
   std::optional<uint64_t> undo(const std::string& link, const std::string& by, std::string* error);
+  // Called at the end of every onPass with the links held out of service
+  // (drained, mitigated, being restored) and the mitigated incidents (id ->
+  // telemetry time): the engine's view (LiveAnalyzer::setDrained).
+  using Publish = std::function<void(std::set<topology::LinkId>, std::map<std::string, double>)>;
+  void onPublish(Publish publish) { publish_ = std::move(publish); }
+
+  // Passes after a drain is done before it is judged (mitigated or not).
+  static constexpr int kVerifyPasses = 6;
+
   // A maintenance freeze: no drain while set (restores still run).
   void setFrozen(bool frozen, const std::string& by);
 
@@ -96,9 +110,13 @@ class DrainCoordinator {
     topology::LinkId link = topology::kNone;
     std::string incident, port, scope, by;
     uint64_t nonce = 0, restore_nonce = 0;
-    double at = 0;  // telemetry time it was issued
-    // draining (issued), drained (done), failed (failed, refused or
-    // expired: the link may or may not be drained), restoring, restored.
+    double at = 0;       // telemetry time it was issued
+    double done_at = 0;  // telemetry time the switch's "done" was seen
+    double mitigated_at = 0;
+    // draining (issued), drained (done), mitigated (done, and the loss went
+    // back to background), failed (failed, refused or expired: the link may
+    // or may not be drained), unknown (a restart lost the result),
+    // restoring, restored.
     std::string state = "draining";
     std::string detail;
   };
@@ -113,7 +131,9 @@ class DrainCoordinator {
                                       const topology::DrainPlan& plan,
                                       const drain::Decision& decision, double now,
                                       const std::string& by, std::string* error);
-  void followLocked();
+  void followLocked(double now);
+  void verifyLocked(const analyzer::Report& report, double pass_s);
+  void publishLocked();
   // Appends to the audit (memory, and the database when attached).
   void recordLocked(const std::string& link, const std::string& event, const Drain* d,
                     const std::string& actor, const std::string& detail);
@@ -135,6 +155,7 @@ class DrainCoordinator {
   std::deque<store::DrainEvent> events_;         // the latest audit events, newest first
   std::unique_ptr<store::Database> db_;          // the audit's, when attached
   double pass_s_ = 5;                            // the engine's pass interval
+  Publish publish_;
   prometheus::Gauge* g_drained_ = nullptr;
   prometheus::Gauge* g_frozen_ = nullptr;
 };

@@ -511,6 +511,7 @@ struct LiveAnalyzer::Impl {
             std::vector<std::pair<std::function<void(BatchResult)>, BatchResult>>& completed) {
     if (b.tick) {
       stream_tick = std::max(stream_tick, *b.tick);
+      applyDrain();
       release(false, completed);
       engine.advanceTo(stream_tick - options.delay_s);  // passes on a silent fabric too
       return;
@@ -519,8 +520,22 @@ struct LiveAnalyzer::Impl {
     if (options.stream_clock) release(false, completed);
   }
 
+  // What the drain coordinator published since the last pass, handed to
+  // the engine on its own thread.
+  std::mutex drain_mu;
+  std::optional<std::pair<std::set<topology::LinkId>, std::map<std::string, double>>> drain_next;
+  void applyDrain() {
+    decltype(drain_next) next;
+    {
+      std::lock_guard lk(drain_mu);
+      next.swap(drain_next);
+    }
+    if (next) engine.setDrained(next->first, next->second);
+  }
+
   void tickOnEngine(double t) {
     if (options.test_hold_pass) options.test_hold_pass();
+    applyDrain();
     const double now = clock();
     // Never past a record still waiting in the queue (within the late window).
     if (!options.stream_clock) engine.advanceTo(std::min(t, queueHold(now)));
@@ -875,6 +890,12 @@ bool LiveAnalyzer::streamTick(double t, std::string* why) {
     return false;
   }
   return true;
+}
+
+void LiveAnalyzer::setDrained(std::set<topology::LinkId> links,
+                              std::map<std::string, double> mitigated) {
+  std::lock_guard lk(impl_->drain_mu);
+  impl_->drain_next.emplace(std::move(links), std::move(mitigated));
 }
 
 std::string LiveAnalyzer::tick(double engine_time) {

@@ -20,8 +20,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,11 @@ class LiveAnalyzer {
   // tick beyond the analyzer's clock plus max_future_s (a broken or hostile
   // publisher) or once the analyzer stopped. Blocks while the queue is full.
   bool streamTick(double t, std::string* why);
+
+  // The links netdiag's drains hold out of service and the incidents they
+  // mitigated (id -> when), from the drain coordinator; the engine takes
+  // them at its next pass (analyzer::Engine::setDrained).
+  void setDrained(std::set<topology::LinkId> links, std::map<std::string, double> mitigated);
 
   // The live clock: moves the engine to `engine_time` (wall clock minus the
   // delivery delay; never past a record still waiting for it), publishes a

@@ -224,6 +224,19 @@ RESOLVED_AT=$(date +%s.%N)
 lossy=$(awk -v s=$((s1 - s0)) -v l=$((l1 - l0)) 'BEGIN { if (s <= 0) print "NA"; else printf "%.5f", l / s }')
 e2e_result "loss gone after the drain" "hosts' probe loss at most 0.1 % over the 5 windows after the drain (3 % on the link before)" \
   "$((l1 - l0)) lost of $((s1 - s0)) ($lossy)" "$(awk -v r="$lossy" 'BEGIN { exit !(r != "NA" && r <= 0.001) }'; echo $?)"
+# Six passes after the drain it is judged: no new loss in its scope, so the
+# drain and its incident are mitigated (the incident stays open while the
+# link is out: silence there is not a repair).
+t=$SECONDS; state=""
+while ((SECONDS - t < 90)); do
+  state=$(drained_json | jq -r '.state // ""')
+  [[ $state == mitigated ]] && break
+  sleep 2
+done
+mit=$(all_incidents | jq -c --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l and .localized_at != null)] | first | {id, mitigated_at, resolved_at}')
+e2e_result "drain mitigated" "the drain is judged mitigated within 90 s, its incident open with mitigated_at" \
+  "drain ${state:-?}; incident $mit" \
+  "$([[ $state == mitigated ]] && jq -e '.mitigated_at != null and .resolved_at == null' <<<"$mit" >/dev/null; echo $?)"
 inc=$(all_incidents | jq -c --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l and .localized_at != null)] | first // {}')
 timeline=$(jq -r --argjson f "$FAULT_AT" --argjson d "$DRAINED_AT" --argjson r "$RESOLVED_AT" \
   '"detect \((.opened_at // 0) - $f | floor) s, localize \((.localized_at // 0) - $f | floor) s, drained \($d - $f | floor) s, resolved \($r - $f | floor) s"' <<<"$inc")

@@ -164,3 +164,45 @@ TEST(IncidentTracker, ReplayedEvidenceMakesTheSameIncidentsAgain) {
 
 }  // namespace
 }  // namespace netdiag::analyzer
+
+namespace netdiag::analyzer {
+namespace {
+
+// A link netdiag drained carries no probe, so silence there is not repair:
+// its incident stays open while held, is marked mitigated once, and
+// resolves as any other once the link is back.
+TEST(IncidentTracker, AHeldLinksIncidentWaitsForItsLinkAndIsMitigatedOnce) {
+  IncidentTracker tracker(60, 180, 30, 1e-5);
+  const Key drained{Key::kLink, 2}, other{Key::kLink, 4};
+  std::vector<Incident> changes;
+  tracker.onChange([&](const Incident& i) { changes.push_back(i); });
+  for (double t : {5.0, 10.0}) {
+    tracker.beginPass();
+    tracker.observe(drained, strong(0.9999), t);
+    tracker.observe(other, strong(0.9999), t);
+    tracker.endPass(t);
+  }
+  tracker.holdLinks({topology::Topology::linkOf(2)});
+  const std::string id = tracker.all()[0].id;
+  changes.clear();
+  tracker.mitigate(id, 20);
+  tracker.mitigate(id, 25);  // once
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].mitigated_at, 20.0);
+  tracker.beginPass();
+  tracker.endPass(100);
+  auto all = tracker.all();
+  EXPECT_FALSE(all[0].resolved_at) << "held: not resolved for lack of loss";
+  EXPECT_TRUE(all[1].resolved_at);
+  tracker.holdLinks({});
+  tracker.beginPass();
+  tracker.endPass(150);
+  EXPECT_FALSE(tracker.all()[0].resolved_at) << "the resolve clock starts when the hold ends";
+  tracker.beginPass();
+  tracker.endPass(161);
+  EXPECT_TRUE(tracker.all()[0].resolved_at);
+  EXPECT_EQ(tracker.all()[0].mitigated_at, 20.0);
+}
+
+}  // namespace
+}  // namespace netdiag::analyzer

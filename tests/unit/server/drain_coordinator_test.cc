@@ -6,6 +6,7 @@
 
 #include "server/drain_coordinator.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -289,6 +290,85 @@ TEST_F(DrainCoordinatorTest, TheAuditOutlivesTheAnalyzer) {
   EXPECT_TRUE(deliver("leaf1").empty());
   EXPECT_TRUE(deliver("leaf2").empty());
   std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace netdiag::server
+
+namespace netdiag::server {
+namespace {
+
+// After a drain is done, kVerifyPasses passes decide it: no new loss in the
+// scope is mitigated (the engine is told, with the incident); loss that
+// persists is said so and, under auto, rolled back.
+TEST_F(DrainCoordinatorTest, ADrainThatTookTheLossAwayIsMitigated) {
+  start(drain::Mode::kAuto);
+  std::set<topology::LinkId> out;
+  std::map<std::string, double> mitigated;
+  coordinator_->onPublish([&](std::set<topology::LinkId> l, std::map<std::string, double> m) {
+    out = std::move(l);
+    mitigated = std::move(m);
+  });
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  EXPECT_TRUE(out.empty()) << "not out before the switch says so";
+  auto a = deliver("leaf1");
+  ASSERT_EQ(a.size(), 1u);
+  answer("leaf1", a[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+  EXPECT_EQ(out, std::set<topology::LinkId>{Topology::linkOf(i.link)});
+  EXPECT_TRUE(mitigated.empty());
+  coordinator_->onPass(at(125 + 5 * (DrainCoordinator::kVerifyPasses - 1), {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "drained") << "not judged yet";
+  coordinator_->onPass(at(125 + 5 * DrainCoordinator::kVerifyPasses, {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "mitigated");
+  EXPECT_EQ(mitigated.count("inc-1"), 1u);
+  EXPECT_EQ(out.size(), 1u);
+}
+
+TEST_F(DrainCoordinatorTest, LossThatPersistsAfterTheDrainIsRolledBackUnderAuto) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  auto a = deliver("leaf1");
+  ASSERT_EQ(a.size(), 1u);
+  answer("leaf1", a[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+  // The real fault was next to it: loss shows on leaf1's other uplink.
+  Incident other = paged(topo_, "inc-2", "leaf1:swp4");
+  other.opened_at = 135;
+  other.localized_at.reset();
+  coordinator_->onPass(at(160, {i, other}), 5);
+  const auto d = drained()[0];
+  EXPECT_EQ(d["state"], "restoring") << d.dump();
+  EXPECT_NE(d["detail"].get<std::string>().find("inc-2"), std::string::npos);
+  auto restore = deliver("leaf1");
+  ASSERT_EQ(restore.size(), 1u);
+  EXPECT_EQ(restore[0].op(), v1::DrainAction::RESTORE);
+  std::vector<std::string> events;
+  const nlohmann::json state = coordinator_->state();  // kept: the loop walks into it
+  for (const auto& e : state["events"]) events.push_back(e["event"]);
+  // Newest first: the verdict, then the rollback (inc-2's decision follows).
+  auto restoring = std::find(events.begin(), events.end(), "restoring");
+  ASSERT_NE(restoring, events.end());
+  ASSERT_NE(restoring + 1, events.end());
+  EXPECT_EQ(*(restoring + 1), "not_mitigated");
+}
+
+TEST_F(DrainCoordinatorTest, UnderApproveLossThatPersistsIsSaidNotUndone) {
+  start(drain::Mode::kApprove);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  std::string error;
+  ASSERT_TRUE(coordinator_->approve("inc-1", at(120, {i}), "operator ann", &error)) << error;
+  auto a = deliver("leaf1");
+  answer("leaf1", a[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+  Incident other = paged(topo_, "inc-2", "leaf1:swp4");
+  other.opened_at = 130;
+  coordinator_->onPass(at(160, {i, other}), 5);
+  EXPECT_EQ(drained()[0]["state"], "drained");
+  EXPECT_NE(drained()[0]["detail"].get<std::string>().find("loss persists"), std::string::npos);
+  EXPECT_TRUE(deliver("leaf1").empty());
 }
 
 }  // namespace
