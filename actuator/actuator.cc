@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "actuator/text.h"
+
 namespace netdiag::actuator {
 namespace {
 
@@ -86,7 +88,9 @@ size_t Actuator::pending() const {
 std::string Actuator::executorName() const { return executor_ ? executor_->name() : "none"; }
 
 void Actuator::finishLocked(const v1::DrainAction& action, v1::ActionResult::Outcome outcome,
-                            const std::string& detail) {
+                            const std::string& raw_detail) {
+  // What the switch said goes into a proto string and the analyzer's JSON.
+  const std::string detail = printableText(raw_detail, 500);
   v1::ActionResult r;
   r.set_nonce(action.nonce());
   r.set_incident(action.incident());
@@ -102,10 +106,10 @@ void Actuator::finishLocked(const v1::DrainAction& action, v1::ActionResult::Out
   if (log_) {
     // A refused action's fields are unauthenticated unless its mac verified:
     // logged for the operator, bounded, never acted on.
-    std::string port = action.port().substr(0, 200);
+    const std::string port = printableText(action.port(), 200);
     log_(std::string("drain action ") + opName(action.op()) + " " + port + " (incident " +
          std::to_string(action.incident()) + "): " + outcomeName(outcome) +
-         (detail.empty() ? "" : ": " + detail.substr(0, 500)));
+         (detail.empty() ? "" : ": " + detail));
   }
 }
 

@@ -106,6 +106,15 @@ int runProcess(const std::vector<std::string>& argv, double timeout_s, std::stri
 
 bool FrrExecutor::execute(const v1::DrainAction& action, std::string_view, std::string_view ifname,
                           std::string* detail) {
+  // vtysh reads each -c as words: an interface name is one word of these.
+  const bool word = !ifname.empty() && ifname.size() <= 64 &&
+                    ifname.find_first_not_of(
+                        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                        "0123456789._/:-") == std::string_view::npos;
+  if (!word) {
+    *detail = "not an interface name FRR can take: \"" + std::string(ifname.substr(0, 64)) + "\"";
+    return false;
+  }
   std::vector<std::string> argv{options_.vtysh};
   if (!options_.vty_socket.empty()) argv.insert(argv.end(), {"--vty_socket", options_.vty_socket});
   for (const std::string& c : frrCommands(action, ifname, options_.admin_down)) {

@@ -65,7 +65,7 @@ std::string webhookBody(const v1::DrainAction& action, std::string_view agent,
       {"reason", action.reason()},
       {"mac", hex(action.mac())},
   };
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 bool WebhookExecutor::execute(const v1::DrainAction& action, std::string_view agent,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "actuator/text.h"
+
 namespace netdiag::server {
 namespace {
 
@@ -48,6 +50,8 @@ std::optional<uint64_t> DrainOutbox::issue(const DrainRequest& request, std::str
   const double now = clock_();
   Entry e;
   e.request = request;
+  e.request.reason = actuator::printableText(request.reason, 200);
+  e.request.by = actuator::printableText(request.by, 100);
   e.agent = node.name;
   e.issued_at = now;
   v1::DrainAction& a = e.action;
@@ -59,7 +63,7 @@ std::optional<uint64_t> DrainOutbox::issue(const DrainRequest& request, std::str
   a.set_nonce(nonce);
   a.set_issued_at_ms(static_cast<uint64_t>(std::llround(now * 1000)));
   a.set_expires_at_ms(static_cast<uint64_t>(std::llround((now + options_.lifetime_s) * 1000)));
-  a.set_reason(request.reason.substr(0, 200));
+  a.set_reason(actuator::printableText(request.reason, 200));
   actuator::sign(key_, e.agent, a);
   waiting_.emplace(nonce, std::move(e));
   countLocked("issued");
@@ -101,7 +105,7 @@ void DrainOutbox::onResults(const std::string& agent,
                                                                   : "refused";
     Entry e = std::move(it->second);
     waiting_.erase(it);
-    finishLocked(std::move(e), state, r.detail().substr(0, 500));
+    finishLocked(std::move(e), state, actuator::printableText(r.detail(), 500));
   }
 }
 

@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "actuator/text.h"
+
 namespace netdiag::server {
 namespace {
 
@@ -358,7 +360,7 @@ bool textField(const nlohmann::json& body, const char* key, std::string& into, b
 std::string operatorName(const nlohmann::json& body) {
   std::string by;
   if (!textField(body, "by", by, false) || by.empty()) by = "api";
-  return "operator " + printable(by.substr(0, 64));
+  return "operator " + actuator::printableText(by, 64);
 }
 
 constexpr const char* kLanding = R"(<!doctype html>

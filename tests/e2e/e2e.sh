@@ -19,7 +19,9 @@
 #      evidence ages out over the engine's horizon). Before it, the healthy
 #      and busy-host baselines drain nothing;
 #   2. leaf1:swp4 down: a link_down incident on it, no new incident on any
-#      other link (those traffic moved to); back up, it resolves;
+#      other link (those traffic moved to); then 3 % loss on leaf1's last
+#      uplink: the drain policy refuses to drain it (ecmp_width), in the
+#      audit and in `netdiag explain`; back up, the link_down resolves;
 #   3. the cables of leaf1 and leaf2 swapped at spine1 (spine1:swp2 and
 #      spine1:swp3 trade them): a miscabling incident naming their ports;
 #   4. while still swapped, the analyzer is killed (SIGKILL) for 60 s and
@@ -227,13 +229,15 @@ e2e_result "loss gone after the drain" "hosts' probe loss at most 0.1 % over the
 # Six passes after the drain it is judged: no new loss in its scope, so the
 # drain and its incident are mitigated (the incident stays open while the
 # link is out: silence there is not a repair).
-t=$SECONDS; state=""
+# (The engine takes the verdict at its next pass: the incident follows.)
+mitigated_incident() { all_incidents | jq -c --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l and .localized_at != null)] | first | {id, mitigated_at, resolved_at}'; }
+t=$SECONDS; state=""; mit=""
 while ((SECONDS - t < 90)); do
   state=$(drained_json | jq -r '.state // ""')
-  [[ $state == mitigated ]] && break
+  mit=$(mitigated_incident)
+  [[ $state == mitigated ]] && jq -e '.mitigated_at != null' <<<"$mit" >/dev/null && break
   sleep 2
 done
-mit=$(all_incidents | jq -c --arg l "$LOSS_LINK" '[.incidents[]? | select(.link == $l and .localized_at != null)] | first | {id, mitigated_at, resolved_at}')
 e2e_result "drain mitigated" "the drain is judged mitigated within 90 s, its incident open with mitigated_at" \
   "drain ${state:-?}; incident $mit" \
   "$([[ $state == mitigated ]] && jq -e '.mitigated_at != null and .resolved_at == null' <<<"$mit" >/dev/null; echo $?)"
@@ -286,6 +290,29 @@ e2e_result "link down located" "a link_down incident on $DOWN_LINK (either direc
   "$(if [[ -n $found ]]; then echo "after $found s on $(tr '\n' ' ' <<<"$kinds")"; else echo none; fi)" "$([[ -n $found ]]; echo $?)"
 e2e_result "link down, nothing else" "no new incident on any other link (those traffic moved to)" \
   "${others:-none}" "$([[ -z $others ]]; echo $?)"
+
+# 2b. Loss on leaf1's last usable uplink while the other is down: a drain
+# would cut leaf1's hosts off, so the policy refuses it, with the reason in
+# the audit and in `netdiag explain`, and nothing is drained.
+LAST_PORT=swp3
+LAST_LINK="$DOWN_NODE:$LAST_PORT->${FAB_PEER[$DOWN_NODE:$LAST_PORT]}"
+fabric_loss_add "$DOWN_NODE" "$LAST_PORT" 3
+t=$SECONDS; refused=""
+while ((SECONDS - t < 90)); do
+  refused=$(api /api/v1/drain | jq -c --arg l "$LAST_LINK" --arg r "$(reverse_link "$LAST_LINK")" \
+    '[.events[]? | select(.event == "decision" and (.link == $l or .link == $r) and .detail.verdict == "refuse")] | first // empty')
+  [[ -n $refused ]] && break
+  sleep 2
+done
+[[ -n $refused ]] || refused='{}'
+failing=$(jq -r '[.detail.checks[]? | select(.ok == false) | .name] | join(",")' <<<"$refused")
+inc_id=$(jq -r '.incident // ""' <<<"$refused")
+explained=$([[ -n $inc_id ]] && in_mgmt "$NETDIAG" explain "$inc_id" --analyzer "$API" 2>&1 | grep -m1 -o 'ecmp_width: .*' || true)
+drained_any=$(api /api/v1/drain | jq -r '[.actions[]? | select(.op == "drain" and .port != "'"$LOSS_NODE:$LOSS_PORT"'")] | length')
+e2e_result "last uplink refused" "the drain of $LAST_LINK is refused (ecmp_width) in the audit and explain, and nothing is drained" \
+  "${inc_id:-no decision}: failing ${failing:-?}; explain: ${explained:-nothing}; other drains: ${drained_any:-?}" \
+  "$([[ $failing == *ecmp_width* && -n $explained && $drained_any == 0 ]]; echo $?)"
+fabric_loss_del "$DOWN_NODE" "$LAST_PORT"
 
 fabric_link_set "$DOWN_NODE" "$DOWN_PORT" up
 fabric_wait_ecmp 30 >/dev/null

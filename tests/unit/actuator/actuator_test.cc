@@ -39,6 +39,10 @@ class FakeExecutor final : public Executor {
       *detail = "no such neighbor";
       return false;
     }
+    if (ifname == "bytes") {
+      *detail = "\xff\xfe line\nnext \xe2\x82";  // not UTF-8, cut mid-character
+      return false;
+    }
     return true;
   }
   void release() {
@@ -104,6 +108,20 @@ TEST(Actuator, CarriesOutCheckedActionsAndReportsEachOnce) {
   EXPECT_TRUE(a.takeResults().empty());
   std::lock_guard lk(log_mu);
   EXPECT_EQ(logs.size(), 4u);
+}
+
+TEST(Actuator, WhatTheSwitchSaysIsSentAsPrintableText) {
+  Actuator a(ActuatorOptions{GuardOptions{"leaf0"}}, testKey(), std::make_unique<FakeExecutor>(),
+             nullptr, [] { return kNow; });
+  a.setOwnPorts({"leaf0:bytes"});
+  a.offer(signedAction("leaf0", "leaf0:bytes", kNow, 1));
+  const auto got = results(a, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].detail(), "?? line next ??");
+  v1::Batch b;
+  *b.add_action_results() = got[0];
+  v1::Batch back;
+  EXPECT_TRUE(back.ParseFromString(b.SerializeAsString())) << "a batch the analyzer can read";
 }
 
 TEST(Actuator, RefusesWithoutAnExecutor) {

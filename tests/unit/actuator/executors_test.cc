@@ -80,6 +80,11 @@ TEST_F(Executors, FrrRunsVtyshWithEveryCommandAndReadsItsRefusals) {
       refusing.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3", &detail));
   EXPECT_NE(detail.find("Create the peer-group"), std::string::npos) << detail;
 
+  // A port name that is not one word never reaches vtysh.
+  EXPECT_FALSE(exec.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3 remote-as 1",
+                            &detail));
+  EXPECT_NE(detail.find("not an interface name"), std::string::npos) << detail;
+
   FrrExecutor failing(FrrOptions{script("vtysh-fail", "exit 3\n"), "", 10, false});
   EXPECT_FALSE(
       failing.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3", &detail));
