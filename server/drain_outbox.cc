@@ -72,8 +72,9 @@ std::optional<uint64_t> DrainOutbox::issue(const DrainRequest& request, std::str
          (request.incident ? " (incident " + std::to_string(request.incident) + ")" : "") +
          " issued by " + (request.by.empty() ? "?" : request.by) + " for agent " + node.name);
   }
+  const auto wake = wake_;
   lk.unlock();
-  if (wake_) wake_(node.name);
+  if (wake) wake(node.name);
   return nonce;
 }
 

@@ -60,7 +60,10 @@ class DrainOutbox {
 
   // Called (outside the outbox's lock) with the agent of every action
   // issued, so its stream can take it at once; set before agents connect.
-  void onIssue(std::function<void(const std::string& agent)> wake) { wake_ = std::move(wake); }
+  void onIssue(std::function<void(const std::string& agent)> wake) {
+    std::lock_guard lk(mu_);
+    wake_ = std::move(wake);
+  }
 
   // Moves the actions waiting for `agent` onto `ack`.
   void attach(const std::string& agent, v1::Ack& ack);
