@@ -24,7 +24,7 @@ HARNESSES=(topology_loader_fuzz jsonl_engine_fuzz probe_packet_fuzz lldp_fuzz ba
 # interposes epoll_ctl, which TSan intercepts too.
 TSAN_TARGETS=(server_test ingest_path_test uplink_test bus_test collector_agent_test collector_prober_test
               collector_responder_test collector_spool_test collector_counters_test
-              collector_lldp_test)
+              collector_lldp_test actuator_test)
 
 build() {  # dir, cmake flags..., -- targets...
   local dir=$1; shift
