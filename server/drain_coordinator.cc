@@ -302,6 +302,7 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
 
 void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_s) {
   const double now = report.generated_at;
+  const drain::Context none(topo_);  // scopes only: one router for the pass
   for (auto& [link, d] : drains_) {
     if (d.state != "drained" || d.done_at <= 0 || d.detail.rfind("loss persists", 0) == 0 ||
         now - d.done_at < kVerifyPasses * pass_s) {
@@ -316,7 +317,6 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
           i.kind == analyzer::IncidentKind::kLinkDown) {
         continue;
       }
-      const drain::Context none(topo_);
       if (drain::scopeOf(topo_, none.plan(Topology::linkOf(i.link))) != d.scope) continue;
       persists += (persists.empty() ? "" : ", ") + i.id + " " + topo_.dirLinkName(i.link);
     }
