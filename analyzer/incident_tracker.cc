@@ -59,7 +59,7 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
   seen_.insert(key);
   Tracked& t = track(key, now);
   Incident& inc = t.incident;
-  if (!f.recovering) t.last_bad = now;
+  if (!f.recovering) t.last_bad = inc.last_loss_at = now;
   bool changed =
       fresh || inc.kind != f.kind || inc.ports != f.ports || inc.candidates != f.candidates;
   inc.kind = f.kind;

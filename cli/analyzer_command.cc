@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "cli/plan_sizing.h"
+#include "drain/policy_file.h"
 #include "server/daemon.h"
 #include "topology/loader.h"
 
@@ -48,7 +49,8 @@ struct AnalyzerOptions {
   bool insecure = false;
   std::string collectors;  // --collectors FILE
   std::string drain_key, api_token_file;
-  std::string drain_policy = "advise";
+  std::string drain_policy;  // unset: the policy file's mode, else advise
+  std::string drain_policy_file;
   size_t accept_sim_agents = 0;
   size_t max_agent_streams = server::DaemonOptions{}.max_agent_streams;
   double agent_idle_timeout_s = server::DaemonOptions{}.agent_idle_timeout_s;
@@ -130,9 +132,24 @@ int runAnalyzer(const AnalyzerOptions& o) {
   d.live.accept_sim_agents = o.accept_sim_agents;
   d.web_listen = o.web_listen;
   d.drain_key_file = o.drain_key;
-  d.drain_policy.mode = o.drain_policy == "auto"      ? drain::Mode::kAuto
-                        : o.drain_policy == "approve" ? drain::Mode::kApprove
-                                                      : drain::Mode::kAdvise;
+  if (!o.drain_policy_file.empty()) {
+    std::string error;
+    auto policies = drain::loadPolicyFile(o.drain_policy_file, &error);
+    if (!policies) {
+      std::cerr << me << error << '\n';
+      return kExitError;
+    }
+    if (std::string unknown = drain::unknownScopes(*policies, topo); !unknown.empty()) {
+      std::cerr << me << o.drain_policy_file << ": " << unknown << '\n';
+      return kExitError;
+    }
+    d.drain_policy = std::move(*policies);
+  }
+  if (!o.drain_policy.empty()) {  // the flag wins over the file's analyzer-wide mode
+    d.drain_policy.all.mode = o.drain_policy == "auto"      ? drain::Mode::kAuto
+                              : o.drain_policy == "approve" ? drain::Mode::kApprove
+                                                            : drain::Mode::kAdvise;
+  }
   d.api_token_file = o.api_token_file;
   d.delay_s = o.delay_s;
   d.live.max_future_s = o.max_future_s;
@@ -316,9 +333,13 @@ void addAnalyzerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--drain-policy", o->drain_policy,
                   "What to do with a link incident every drain safety check allows: advise (show "
                   "the decision), approve (drain once a person approves), auto (drain). approve "
-                  "and auto need --drain-key (docs/operations.md, Drain policy)")
-      ->capture_default_str()
+                  "and auto need --drain-key (docs/operations.md, Drain policy). Default: the "
+                  "policy file's mode, else advise")
       ->check(CLI::IsMember({"advise", "approve", "auto"}));
+  cmd->add_option("--drain-policy-file", o->drain_policy_file,
+                  "YAML file of the drain policy: mode, the safety checks' bounds, and overrides "
+                  "per pod or tier pair (docs/operations.md, Drain policy)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--api-token-file", o->api_token_file,
                   "File of the bearer token the API's write endpoints need (mode 600, 32+ "
                   "bytes). Unset: they answer 403");

@@ -1,4 +1,4 @@
-// `netdiag drain list|approve|undo|freeze`: the analyzer's drains
+// `netdiag drain list|approve|link|undo|freeze`: the analyzer's drains
 // (server/drain_coordinator.h) from the on-call seat. `list` reads; the
 // others write through the API's token-guarded endpoints, so they need
 // --token-file (the analyzer's --api-token-file). Exit 0 done, 1 refused
@@ -26,7 +26,8 @@ struct DrainActionOptions {
   std::string analyzer = "http://127.0.0.1:9600";
   std::string token_file;
   std::string by;
-  std::string target;  // the incident (approve), the link (undo), on|off (freeze)
+  std::string target;    // the incident (approve), the link (link, undo), on|off (freeze)
+  std::string incident;  // link: the incident it is drained for
   bool json = false;
 };
 
@@ -100,8 +101,12 @@ int list(const DrainActionOptions& o) {
     return kExitOk;
   }
   const json& p = (*body)["policy"];
-  std::cout << "policy " << p.value("mode", "?") << (p.value("frozen", false) ? ", FROZEN" : "")
-            << '\n';
+  std::cout << "policy " << p.value("mode", "?") << (p.value("frozen", false) ? ", FROZEN" : "");
+  const json scopes = p.value("scopes", json::object());
+  for (const auto& [scope, sp] : scopes.items()) {
+    std::cout << "; " << scope << ": " << sp.value("mode", "?");
+  }
+  std::cout << '\n';
   const json& drained = (*body)["drained"];
   if (drained.empty()) std::cout << "no link drained by netdiag\n";
   for (const json& d : drained) {
@@ -142,8 +147,9 @@ int list(const DrainActionOptions& o) {
 
 void addDrainActionsCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<DrainActionOptions>();
-  auto* cmd = app.add_subcommand(
-      "drain", "The analyzer's drains: list them, approve one, undo one, freeze the policy");
+  auto* cmd = app.add_subcommand("drain",
+                                 "The analyzer's drains: list them, approve one, drain a named "
+                                 "link, undo one, freeze the policy");
   cmd->require_subcommand(1);
   auto common = [&](CLI::App* sub, bool writes) {
     sub->add_option("--analyzer", o->analyzer, "Analyzer HTTP address")->capture_default_str();
@@ -166,6 +172,19 @@ void addDrainActionsCommand(CLI::App& app, int& exit_code) {
   approve->callback([o, &exit_code] {
     exit_code = post(*o, "/api/v1/incidents/" + o->target + "/approve", json::object(),
                      "netdiag drain approve: ");
+  });
+
+  auto* link = cmd->add_subcommand(
+      "link",
+      "Drain a link you name, for an open incident (where the policy is approve or auto; the "
+      "fabric's safety checks must hold; verified, and rolled back under auto if the loss stays)");
+  common(link, true);
+  link->add_option("link", o->target, "The link, X:p->Y:q (either direction)")->required();
+  link->add_option("--incident", o->incident, "The open incident it is drained for, e.g. inc-17")
+      ->required();
+  link->callback([o, &exit_code] {
+    exit_code = post(*o, "/api/v1/drain/link", {{"link", o->target}, {"incident", o->incident}},
+                     "netdiag drain link: ");
   });
 
   auto* undo = cmd->add_subcommand("undo", "Restore a link netdiag drained");

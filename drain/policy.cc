@@ -67,6 +67,22 @@ const char* verdictName(Verdict v) {
   return "?";
 }
 
+Policy PolicySet::of(const std::string& scope) const {
+  auto it = scopes.find(scope);
+  if (it == scopes.end()) return all;
+  Policy p = it->second;
+  p.frozen = all.frozen;
+  return p;
+}
+
+bool PolicySet::acts() const {
+  if (all.mode != Mode::kAdvise) return true;
+  for (const auto& [scope, p] : scopes) {
+    if (p.mode != Mode::kAdvise) return true;
+  }
+  return false;
+}
+
 std::string scopeOf(const topology::Topology& topo, const topology::DrainPlan& plan) {
   if (plan.lower != topology::kNone) {
     if (const auto pod = topo.node(plan.lower).pod) return "pod " + std::to_string(*pod);

@@ -8,6 +8,7 @@
 // and taken under `auto`.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ struct Policy {
   // or a bug, not one bad link: no action.
   int max_open_incidents = 3;
   bool frozen = false;  // a maintenance window: no action
+};
+
+// The analyzer's policy: one for every scope, and overrides for some pods
+// or tier pairs (drain/policy_file.h). A scope's policy is a whole Policy:
+// what its override does not set is the analyzer-wide value.
+struct PolicySet {
+  Policy all;
+  std::map<std::string, Policy> scopes;  // by scope name: "pod 3", "spine-superspine"
+
+  // The policy that decides in `scope` (frozen is analyzer-wide).
+  Policy of(const std::string& scope) const;
+  // Whether any scope approves or acts (then drain actions need a key).
+  bool acts() const;
 };
 
 // What the policy does not know: the state around the decision.

@@ -33,13 +33,15 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
     d->outbox_ =
         std::make_unique<DrainOutbox>(topo, std::move(*key), DrainOutboxOptions{}, o.clock, o.log);
     d->outbox_->exportMetrics(*d->registry_);
-  } else if (o.drain_policy.mode != drain::Mode::kAdvise) {
-    *error = std::string("--drain-policy ") + drain::modeName(o.drain_policy.mode) +
-             " acts on switches: it needs --drain-key";
+  } else if (o.drain_policy.acts()) {
+    *error =
+        "a drain policy of approve or auto (--drain-policy, or a scope of "
+        "--drain-policy-file) acts on switches: it needs --drain-key";
     return nullptr;
   }
   d->coordinator_ =
       std::make_unique<DrainCoordinator>(topo, o.drain_policy, d->outbox_.get(), o.log);
+  d->coordinator_->setEvidenceSettle(o.live.engine.short_horizon_s);
   d->coordinator_->exportMetrics(*d->registry_);
   o.live.drain_view = [c = d->coordinator_.get(), pass_s = o.live.engine.pass_interval_s](
                           const analyzer::Incident& i, const analyzer::Report& r) {

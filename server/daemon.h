@@ -48,8 +48,9 @@ struct DaemonOptions {
   // empty: none are issued.
   std::string drain_key_file;
   // What the analyzer does with a drainable incident (drain/policy.h):
-  // advise (default), approve (needs the key), auto (needs the key).
-  drain::Policy drain_policy;
+  // advise (default), approve (needs the key), auto (needs the key), for
+  // every scope and per pod or tier pair.
+  drain::PolicySet drain_policy;
   // The bearer token of the API's write endpoints; empty: they answer 403.
   std::string api_token_file;
   double delay_s = 2;             // the engine runs this far behind the wall clock

@@ -28,11 +28,11 @@ uint64_t incidentNumber(const std::string& id) {
 
 }  // namespace
 
-DrainCoordinator::DrainCoordinator(const Topology& topo, drain::Policy policy, DrainOutbox* outbox,
-                                   std::function<void(const std::string&)> log,
+DrainCoordinator::DrainCoordinator(const Topology& topo, drain::PolicySet policies,
+                                   DrainOutbox* outbox, std::function<void(const std::string&)> log,
                                    std::function<double()> clock)
     : topo_(topo),
-      policy_(policy),
+      policies_(std::move(policies)),
       outbox_(outbox),
       log_(std::move(log)),
       clock_(clock ? std::move(clock) : [] {
@@ -83,7 +83,10 @@ bool DrainCoordinator::attachStore(const std::string& db_path, std::string* erro
 // Folds the audit, oldest first, into the drains held now.
 void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events) {
   for (const store::DrainEvent& e : events) {
-    if (e.link == "-") continue;  // policy-wide (freeze)
+    if (e.link == "-") {  // analyzer-wide: a freeze outlives a restart
+      if (e.event == "frozen" || e.event == "unfrozen") policies_.all.frozen = e.event == "frozen";
+      continue;
+    }
     const auto dir = topo_.findDirLink(e.link);
     if (!dir) continue;  // a link of another topology
     const LinkId link = Topology::linkOf(*dir);
@@ -162,13 +165,13 @@ drain::Situation DrainCoordinator::situationLocked(const analyzer::Report& repor
 
 drain::Decision DrainCoordinator::decideLocked(const analyzer::Incident& incident,
                                                const analyzer::Report& report, double pass_s,
-                                               drain::Policy policy,
                                                topology::DrainPlan* plan_out) const {
   const drain::Context context = contextLocked(report);
   const topology::DrainPlan plan = context.plan(Topology::linkOf(incident.link));
   const std::string scope = drain::scopeOf(topo_, plan);
   if (plan_out) *plan_out = plan;
-  return drain::decide(policy, topo_, incident, plan, situationLocked(report, pass_s, scope));
+  return drain::decide(policies_.of(scope), topo_, incident, plan,
+                       situationLocked(report, pass_s, scope));
 }
 
 std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& incident,
@@ -267,14 +270,14 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
   pass_s_ = pass_s;
   followLocked(report.generated_at);
   verifyLocked(report, pass_s);
-  if (policy_.mode == drain::Mode::kAdvise) return publishLocked();
+  if (!policies_.acts()) return publishLocked();
   std::set<std::string> open;
   for (const analyzer::Incident& i : report.incidents) {
     if (i.resolved_at || i.link == topology::kNone) continue;
     open.insert(i.id);
     if (acted_.count(i.id) || drains_.count(Topology::linkOf(i.link))) continue;
     topology::DrainPlan plan;
-    const drain::Decision d = decideLocked(i, report, pass_s, policy_, &plan);
+    const drain::Decision d = decideLocked(i, report, pass_s, &plan);
     // The audit keeps each change of an incident's verdict, with the
     // checks that decided it.
     std::string& last = verdicts_[i.id];
@@ -283,8 +286,7 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
       Drain about;
       about.incident = i.id;
       recordLocked(topo_.dirLinkName(2 * Topology::linkOf(i.link)), "decision", &about,
-                   std::string("policy ") + drain::modeName(policy_.mode),
-                   drain::decisionJson(d).dump());
+                   std::string("policy ") + drain::modeName(d.mode), drain::decisionJson(d).dump());
     }
     if (d.verdict != drain::Verdict::kAct) continue;
     std::string error;
@@ -302,22 +304,31 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
 
 void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_s) {
   const double now = report.generated_at;
+  // From done_at + settle_s_ on, the engine's short horizon holds only
+  // probes sent after the drain: a fault it still finds then is loss the
+  // drain did not take away. A couple of passes there decide.
+  const double judge_after = std::max(kVerifyPasses * pass_s, settle_s_ + 2 * pass_s);
   const drain::Context none(topo_);  // scopes only: one router for the pass
   for (auto& [link, d] : drains_) {
     if (d.state != "drained" || d.done_at <= 0 || d.detail.rfind("loss persists", 0) == 0 ||
-        now - d.done_at < kVerifyPasses * pass_s) {
+        now - d.done_at < judge_after) {
       continue;
     }
-    // Loss that opened after the drain in its scope: the drain did not
-    // take the fault out (or there is another one beside it).
+    const double clean_from = d.done_at + settle_s_;
+    // Loss still found after the drain on the link the drain was for, or
+    // anywhere in its scope: the drain did not take the fault out (a wrong
+    // link), or there is another one beside it.
     std::string persists;
     for (const analyzer::Incident& i : report.incidents) {
       if (i.resolved_at || i.link == topology::kNone || Topology::linkOf(i.link) == link ||
-          i.opened_at <= d.at || !analyzer::isLinkKind(i.kind) ||
+          i.last_loss_at < clean_from || !analyzer::isLinkKind(i.kind) ||
           i.kind == analyzer::IncidentKind::kLinkDown) {
         continue;
       }
-      if (drain::scopeOf(topo_, none.plan(Topology::linkOf(i.link))) != d.scope) continue;
+      if (i.id != d.incident &&
+          drain::scopeOf(topo_, none.plan(Topology::linkOf(i.link))) != d.scope) {
+        continue;
+      }
       persists += (persists.empty() ? "" : ", ") + i.id + " " + topo_.dirLinkName(i.link);
     }
     const std::string name = topo_.dirLinkName(2 * link);
@@ -331,7 +342,7 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
     d.detail = "loss persists after the drain: " + persists;
     recordLocked(name, "not_mitigated", &d, "policy", d.detail);
     if (log_) log_("drain of " + name + " (" + d.incident + "): " + d.detail);
-    if (policy_.mode != drain::Mode::kAuto || !outbox_) continue;
+    if (policies_.of(d.scope).mode != drain::Mode::kAuto || !outbox_) continue;
     DrainRequest r;
     r.port = d.port;
     r.op = v1::DrainAction::RESTORE;
@@ -381,7 +392,7 @@ nlohmann::json DrainCoordinator::view(const analyzer::Incident& incident,
   std::lock_guard lk(mu_);
   const drain::Context context = contextLocked(report);
   topology::DrainPlan plan;
-  const drain::Decision d = decideLocked(incident, report, pass_s, policy_, &plan);
+  const drain::Decision d = decideLocked(incident, report, pass_s, &plan);
   nlohmann::json out = context.planJson(plan);
   out["decision"] = drain::decisionJson(d);
   if (auto it = drains_.find(Topology::linkOf(incident.link)); it != drains_.end()) {
@@ -398,9 +409,12 @@ std::optional<uint64_t> DrainCoordinator::approve(const std::string& incident_id
     return std::nullopt;
   };
   std::lock_guard lk(mu_);
-  if (policy_.mode != drain::Mode::kApprove) {
-    return fail(std::string("the drain policy is ") + drain::modeName(policy_.mode) +
-                ": approvals are for --drain-policy approve");
+  bool approves = policies_.all.mode == drain::Mode::kApprove;
+  for (const auto& [scope, p] : policies_.scopes)
+    approves = approves || p.mode == drain::Mode::kApprove;
+  if (!approves) {
+    return fail(std::string("the drain policy is ") + drain::modeName(policies_.all.mode) +
+                " in every scope: approvals are for the approve policy");
   }
   const analyzer::Incident* found = nullptr;
   for (const auto& i : report.incidents) {
@@ -413,7 +427,11 @@ std::optional<uint64_t> DrainCoordinator::approve(const std::string& incident_id
                 it->second.incident + ")");
   }
   topology::DrainPlan plan;
-  const drain::Decision d = decideLocked(*found, report, pass_s_, policy_, &plan);
+  const drain::Decision d = decideLocked(*found, report, pass_s_, &plan);
+  if (d.mode != drain::Mode::kApprove) {
+    return fail(std::string("the drain policy in ") + d.scope + " is " + drain::modeName(d.mode) +
+                ": approvals are for the approve policy");
+  }
   if (d.verdict != drain::Verdict::kAwaitApproval) {
     std::string failing;
     for (const auto& c : d.checks) {
@@ -423,6 +441,47 @@ std::optional<uint64_t> DrainCoordinator::approve(const std::string& incident_id
                 ": " + failing);
   }
   return issueLocked(*found, plan, d, report.generated_at, by, error);
+}
+
+std::optional<uint64_t> DrainCoordinator::drainLink(const std::string& link,
+                                                    const std::string& incident_id,
+                                                    const analyzer::Report& report,
+                                                    const std::string& by, std::string* error) {
+  auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
+    if (error) *error = what;
+    return std::nullopt;
+  };
+  const auto dir = topo_.findDirLink(link);
+  if (!dir) return fail("no directed link \"" + link + "\" (write it as X:p->Y:q)");
+  std::lock_guard lk(mu_);
+  const analyzer::Incident* found = nullptr;
+  for (const auto& i : report.incidents) {
+    if (i.id == incident_id) found = &i;
+  }
+  if (!found || found->resolved_at) return fail("no open incident " + incident_id);
+  if (auto it = drains_.find(Topology::linkOf(*dir)); it != drains_.end()) {
+    return fail(link + " is " + it->second.state + " already (" + it->second.incident + ")");
+  }
+  analyzer::Incident named = *found;
+  named.link = *dir;
+  topology::DrainPlan plan;
+  const drain::Decision d = decideLocked(named, report, pass_s_, &plan);
+  if (d.mode == drain::Mode::kAdvise) {
+    return fail("the drain policy in " + d.scope + " is advise: netdiag does not act there");
+  }
+  // A person named the link: whether the evidence points at it, and when,
+  // is theirs to judge; what the drain does to the fabric is not.
+  static const std::set<std::string> kSafety = {"not_single_homed", "ecmp_width", "no_host_cut_off",
+                                                "blast_radius_scope"};
+  std::string failing;
+  for (const auto& c : d.checks) {
+    if (!c.ok && kSafety.count(c.name))
+      failing += (failing.empty() ? "" : "; ") + c.name + ": " + c.detail;
+  }
+  if (!failing.empty()) return fail("not drained, unsafe: " + failing);
+  auto nonce = issueLocked(named, plan, d, report.generated_at, by + " (named the link)", error);
+  if (nonce) acted_.insert(incident_id);  // the policy drains nothing else for it
+  return nonce;
 }
 
 std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const std::string& by,
@@ -455,7 +514,7 @@ std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const st
 
 void DrainCoordinator::setFrozen(bool frozen, const std::string& by) {
   std::lock_guard lk(mu_);
-  policy_.frozen = frozen;
+  policies_.all.frozen = frozen;
   recordLocked("-", frozen ? "frozen" : "unfrozen", nullptr, by, "");
   if (log_) log_(std::string("drain policy ") + (frozen ? "frozen" : "unfrozen") + " by " + by);
   updateGaugesLocked();
@@ -481,18 +540,20 @@ nlohmann::json DrainCoordinator::state() const {
     }
     events.push_back(std::move(j));
   }
-  return {{"policy",
-           {{"mode", drain::modeName(policy_.mode)},
-            {"frozen", policy_.frozen},
-            {"min_confidence", policy_.min_confidence},
-            {"hold_passes", policy_.hold_passes},
-            {"min_width_share", policy_.min_width_share},
-            {"max_drained_per_scope", policy_.max_drained_per_scope},
-            {"max_drains_per_hour", policy_.max_drains_per_hour},
-            {"max_open_incidents", policy_.max_open_incidents}}},
-          {"drained", drained},
-          {"restored", history},
-          {"events", events}};
+  auto policyJson = [](const drain::Policy& p) {
+    return nlohmann::json{{"mode", drain::modeName(p.mode)},
+                          {"min_confidence", p.min_confidence},
+                          {"hold_passes", p.hold_passes},
+                          {"min_width_share", p.min_width_share},
+                          {"max_drained_per_scope", p.max_drained_per_scope},
+                          {"max_drains_per_hour", p.max_drains_per_hour},
+                          {"max_open_incidents", p.max_open_incidents}};
+  };
+  nlohmann::json policy = policyJson(policies_.all);
+  policy["frozen"] = policies_.all.frozen;
+  policy["scopes"] = nlohmann::json::object();
+  for (const auto& [scope, p] : policies_.scopes) policy["scopes"][scope] = policyJson(p);
+  return {{"policy", policy}, {"drained", drained}, {"restored", history}, {"events", events}};
 }
 
 void DrainCoordinator::updateGaugesLocked() {
@@ -501,7 +562,7 @@ void DrainCoordinator::updateGaugesLocked() {
     for (const auto& [link, d] : drains_) n += d.state == "drained" || d.state == "mitigated";
     g_drained_->Set(static_cast<double>(n));
   }
-  if (g_frozen_) g_frozen_->Set(policy_.frozen ? 1 : 0);
+  if (g_frozen_) g_frozen_->Set(policies_.all.frozen ? 1 : 0);
 }
 
 void DrainCoordinator::exportMetrics(prometheus::Registry& registry) {

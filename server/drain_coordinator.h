@@ -18,11 +18,13 @@
 // or restore whose result the restart lost is shown `unknown` (and still
 // counted out of service) until someone undoes it or checks the switch.
 //
-// After a drain is done the coordinator verifies it: when, `verify_passes`
-// passes later, no new loss incident has opened in the drained link's scope
-// since the drain was issued, the loss went back to background and the
-// drain is `mitigated` (and so is its incident: mitigated_at). Otherwise
-// the drain did not remove the loss (a wrong link, a second fault): it says
+// After a drain is done the coordinator verifies it: once the engine's
+// short horizon holds only probes sent after the drain, if the engine finds
+// loss neither on the incident's link nor anywhere else in the drained
+// link's scope (Incident::last_loss_at), the loss went back to background
+// and the drain is `mitigated` (and so is its incident: mitigated_at).
+// Otherwise the drain did not remove the loss (a wrong link, a second
+// fault): it says
 // so in the audit and the log, the incident keeps paging, and under `auto`
 // the drain is rolled back (restored). The engine is told which links are
 // out (they leave its ECMP graph; their incidents do not resolve while out)
@@ -59,7 +61,7 @@ class DrainCoordinator {
   // `outbox` may be null only under advise (nothing is ever issued).
   // `clock`: the wall clock of the audit's times (Unix seconds; default:
   // the system's).
-  DrainCoordinator(const topology::Topology& topo, drain::Policy policy, DrainOutbox* outbox,
+  DrainCoordinator(const topology::Topology& topo, drain::PolicySet policies, DrainOutbox* outbox,
                    std::function<void(const std::string&)> log,
                    std::function<double()> clock = nullptr);
 
@@ -79,6 +81,15 @@ class DrainCoordinator {
   // (The pass interval is the last onPass's.)
   std::optional<uint64_t> approve(const std::string& incident_id, const analyzer::Report& report,
                                   const std::string& by, std::string* error);
+  // Drains `link` (either direction's name) for the open incident
+  // `incident_id`, where the policy acts (approve or auto): a person names
+  // the link. The fabric's checks must hold (single-homed, ECMP width, no
+  // host cut off, drains in the scope); the evidence's and the timing's
+  // are the person's to judge. The drain is verified as any other: under
+  // auto, one that leaves the incident's loss in place is rolled back.
+  std::optional<uint64_t> drainLink(const std::string& link, const std::string& incident_id,
+                                    const analyzer::Report& report, const std::string& by,
+                                    std::string* error);
   // Restores a link netdiag drained (`link`: either direction's name).
   std::optional<uint64_t> undo(const std::string& link, const std::string& by, std::string* error);
   // Called at the end of every onPass with the links held out of service
@@ -87,8 +98,16 @@ class DrainCoordinator {
   using Publish = std::function<void(std::set<topology::LinkId>, std::map<std::string, double>)>;
   void onPublish(Publish publish) { publish_ = std::move(publish); }
 
-  // Passes after a drain is done before it is judged (mitigated or not).
+  // Passes after a drain is done before it is judged (mitigated or not),
+  // at least: the engine's evidence from before the drain must have left
+  // its short horizon first (setEvidenceSettle).
   static constexpr int kVerifyPasses = 6;
+  // How long the engine still weighs evidence sent before a drain (its
+  // short horizon, seconds; default 30).
+  void setEvidenceSettle(double seconds) {
+    std::lock_guard lk(mu_);
+    settle_s_ = seconds;
+  }
 
   // A maintenance freeze: no drain while set (restores still run).
   void setFrozen(bool frozen, const std::string& by);
@@ -125,8 +144,7 @@ class DrainCoordinator {
   drain::Situation situationLocked(const analyzer::Report& report, double pass_s,
                                    const std::string& scope) const;
   drain::Decision decideLocked(const analyzer::Incident& incident, const analyzer::Report& report,
-                               double pass_s, drain::Policy policy,
-                               topology::DrainPlan* plan_out) const;
+                               double pass_s, topology::DrainPlan* plan_out) const;
   std::optional<uint64_t> issueLocked(const analyzer::Incident& incident,
                                       const topology::DrainPlan& plan,
                                       const drain::Decision& decision, double now,
@@ -142,7 +160,7 @@ class DrainCoordinator {
   nlohmann::json drainJson(const Drain& d) const;
 
   const topology::Topology& topo_;
-  drain::Policy policy_;
+  drain::PolicySet policies_;
   DrainOutbox* outbox_;
   std::function<void(const std::string&)> log_;
   std::function<double()> clock_;
@@ -155,6 +173,7 @@ class DrainCoordinator {
   std::deque<store::DrainEvent> events_;         // the latest audit events, newest first
   std::unique_ptr<store::Database> db_;          // the audit's, when attached
   double pass_s_ = 5;                            // the engine's pass interval
+  double settle_s_ = 30;                         // the engine's short horizon
   Publish publish_;
   prometheus::Gauge* g_drained_ = nullptr;
   prometheus::Gauge* g_frozen_ = nullptr;

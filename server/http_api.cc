@@ -551,6 +551,19 @@ void HttpApi::routes() {
            if (!nonce) return sendError(res, 422, printable(error));
            sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "draining"}}, 202);
          });
+  s.Post("/api/v1/drain/link", [this](const httplib::Request& req, httplib::Response& res) {
+    nlohmann::json body;
+    if (!writable(req, res, body)) return;
+    std::string link, incident, error;
+    if (!textField(body, "link", link, true)) return sendError(res, 400, "link: \"X:p->Y:q\"");
+    if (!textField(body, "incident", incident, true)) {
+      return sendError(res, 400, "incident: the id of the open incident it is drained for");
+    }
+    auto nonce = writes_.coordinator->drainLink(link, incident, analyzer_.snapshot()->report,
+                                                operatorName(body), &error);
+    if (!nonce) return sendError(res, 422, printable(error));
+    sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "draining"}}, 202);
+  });
   s.Post("/api/v1/drain/undo", [this](const httplib::Request& req, httplib::Response& res) {
     nlohmann::json body;
     if (!writable(req, res, body)) return;

@@ -63,11 +63,16 @@ class DrainCoordinatorTest : public ::testing::Test {
             topo_, actuator::DrainKey{std::string(32, 'k')}, DrainOutboxOptions{},
             [this] { return clock_; }, nullptr) {}
 
-  void start(drain::Mode mode, int per_scope = 1) {
-    drain::Policy p;
-    p.mode = mode;
-    p.max_drained_per_scope = per_scope;
+  void start(drain::Mode mode, int per_scope = 1, std::map<std::string, drain::Mode> scopes = {}) {
+    drain::PolicySet p;
+    p.all.mode = mode;
+    p.all.max_drained_per_scope = per_scope;
+    for (const auto& [scope, m] : scopes) {
+      p.scopes[scope] = p.all;
+      p.scopes[scope].mode = m;
+    }
     coordinator_ = std::make_unique<DrainCoordinator>(topo_, p, &outbox_, nullptr);
+    coordinator_->setEvidenceSettle(20);  // the engine's short horizon
   }
   // What `agent`'s next ack carries.
   std::vector<v1::DrainAction> deliver(const std::string& agent) {
@@ -285,6 +290,8 @@ TEST_F(DrainCoordinatorTest, TheAuditOutlivesTheAnalyzer) {
   for (const auto& d : held) state[d["incident"]] = d["state"];
   EXPECT_EQ(state["inc-1"], "drained");
   EXPECT_EQ(state["inc-2"], "unknown");
+  EXPECT_EQ(coordinator_->state()["policy"]["frozen"], true) << "a freeze outlives a restart";
+  coordinator_->setFrozen(false, "operator ann");
   // Never acted on twice, and still counted out of service.
   coordinator_->onPass(at(130, {i, j}), 5);
   EXPECT_TRUE(deliver("leaf1").empty());
@@ -338,7 +345,8 @@ TEST_F(DrainCoordinatorTest, LossThatPersistsAfterTheDrainIsRolledBackUnderAuto)
   Incident other = paged(topo_, "inc-2", "leaf1:swp4");
   other.opened_at = 135;
   other.localized_at.reset();
-  coordinator_->onPass(at(160, {i, other}), 5);
+  other.last_loss_at = 155;  // found with only post-drain probes in the short horizon
+  coordinator_->onPass(at(155, {i, other}), 5);
   const auto d = drained()[0];
   EXPECT_EQ(d["state"], "restoring") << d.dump();
   EXPECT_NE(d["detail"].get<std::string>().find("inc-2"), std::string::npos);
@@ -365,10 +373,99 @@ TEST_F(DrainCoordinatorTest, UnderApproveLossThatPersistsIsSaidNotUndone) {
   coordinator_->onPass(at(125, {i}), 5);
   Incident other = paged(topo_, "inc-2", "leaf1:swp4");
   other.opened_at = 130;
+  other.last_loss_at = 160;
   coordinator_->onPass(at(160, {i, other}), 5);
   EXPECT_EQ(drained()[0]["state"], "drained");
   EXPECT_NE(drained()[0]["detail"].get<std::string>().find("loss persists"), std::string::npos);
   EXPECT_TRUE(deliver("leaf1").empty());
+}
+
+}  // namespace
+}  // namespace netdiag::server
+
+namespace netdiag::server {
+namespace {
+
+// Loss the engine found only while probes from before the drain were in
+// its short horizon is not loss that persists.
+TEST_F(DrainCoordinatorTest, LossSeenOnlyBeforeTheEvidenceSettledIsNotPersistence) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  answer("leaf1", deliver("leaf1").at(0), v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+  Incident echo = paged(topo_, "inc-2", "leaf1:swp4");
+  echo.opened_at = 128;
+  echo.last_loss_at = 140;  // before 125 + 20: pre-drain probes still counted
+  coordinator_->onPass(at(155, {i, echo}), 5);
+  EXPECT_EQ(drained()[0]["state"], "mitigated") << drained().dump();
+}
+
+// A person names a link for an incident; the drain does not take the
+// incident's loss away (a wrong link), so under auto it is rolled back.
+TEST_F(DrainCoordinatorTest, ADrainOfTheWrongLinkIsRolledBackUnderAuto) {
+  start(drain::Mode::kAuto);
+  coordinator_->setFrozen(true, "operator ann");  // the policy itself drains nothing
+  Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  const std::string wrong = topo_.dirLinkName(egress(topo_, "leaf1:swp4"));
+  std::string error;
+  EXPECT_FALSE(coordinator_->drainLink(wrong, "inc-9", at(120, {i}), "operator ann", &error));
+  EXPECT_NE(error.find("no open incident"), std::string::npos) << error;
+  ASSERT_TRUE(coordinator_->drainLink(wrong, "inc-1", at(120, {i}), "operator ann", &error))
+      << error;
+  auto a = deliver("leaf1");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].port(), "leaf1:swp4");
+  EXPECT_FALSE(coordinator_->drainLink(wrong, "inc-1", at(121, {i}), "operator ann", &error));
+  answer("leaf1", a[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+  EXPECT_EQ(drained()[0]["state"], "drained");
+  i.last_loss_at = 155;  // the incident's own link still loses
+  coordinator_->onPass(at(155, {i}), 5);
+  const auto d = drained()[0];
+  EXPECT_EQ(d["state"], "restoring") << d.dump();
+  EXPECT_NE(d["detail"].get<std::string>().find("inc-1"), std::string::npos) << d.dump();
+  auto restore = deliver("leaf1");
+  ASSERT_EQ(restore.size(), 1u);
+  EXPECT_EQ(restore[0].op(), v1::DrainAction::RESTORE);
+  EXPECT_EQ(restore[0].port(), "leaf1:swp4");
+  // The policy never drains another link for the incident on its own.
+  coordinator_->setFrozen(false, "operator ann");
+  answer("leaf1", restore[0], v1::ActionResult::DONE);
+  coordinator_->onPass(at(160, {i}), 5);
+  EXPECT_TRUE(drained().empty());
+  EXPECT_TRUE(deliver("leaf1").empty());
+}
+
+// A named link must still pass the fabric's checks, and not where the
+// policy only advises.
+TEST_F(DrainCoordinatorTest, ANamedLinkMustBeSafeToDrain) {
+  start(drain::Mode::kAuto);
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  std::string error;
+  const std::string access = topo_.dirLinkName(egress(topo_, "host1:eth0"));
+  EXPECT_FALSE(coordinator_->drainLink(access, "inc-1", at(120, {i}), "operator ann", &error));
+  EXPECT_NE(error.find("not_single_homed"), std::string::npos) << error;
+  EXPECT_TRUE(deliver("leaf1").empty());
+  start(drain::Mode::kAdvise);
+  EXPECT_FALSE(coordinator_->drainLink(topo_.dirLinkName(i.link), "inc-1", at(120, {i}),
+                                       "operator ann", &error));
+  EXPECT_NE(error.find("advise"), std::string::npos) << error;
+}
+
+// A scope's override decides there: approve in leaf-spine under an
+// analyzer-wide auto waits for a person.
+TEST_F(DrainCoordinatorTest, AScopeOverrideDecidesInItsScope) {
+  start(drain::Mode::kAuto, 1, {{"leaf-spine", drain::Mode::kApprove}});
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  EXPECT_TRUE(deliver("leaf1").empty()) << "approve: nothing without a person";
+  const auto v = coordinator_->view(i, at(120, {i}), 5)["decision"];
+  EXPECT_EQ(v["verdict"], "await_approval") << v.dump();
+  EXPECT_EQ(coordinator_->state()["policy"]["scopes"]["leaf-spine"]["mode"], "approve");
+  std::string error;
+  ASSERT_TRUE(coordinator_->approve("inc-1", at(121, {i}), "operator ann", &error)) << error;
+  EXPECT_EQ(deliver("leaf1").size(), 1u);
 }
 
 }  // namespace
