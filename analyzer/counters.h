@@ -25,6 +25,15 @@ class PortCounters {
   Tally rxErrors(topology::PortId p) const { return rx_errors_.total(p); }
   Tally txDrops(topology::PortId p) const { return tx_drops_.total(p); }
   double carrierChanges(topology::PortId p) const { return carrier_.total(p).k; }
+  // The same over the newest `buckets` buckets only.
+  double recentRxErrors(topology::PortId p, size_t buckets) const {
+    return rx_errors_.recent(p, buckets).k;
+  }
+  double recentCarrierChanges(topology::PortId p, size_t buckets) const {
+    return carrier_.recent(p, buckets).k;
+  }
+  // Telemetry time of the port's latest record (-1: none yet).
+  double lastReport(topology::PortId p) const { return state_[p].t; }
   // Latest reported oper state; nullopt when never reported.
   std::optional<bool> operUp(topology::PortId p) const;
   // When the port's carrier changed, the last kMaxWindows times (older ones

@@ -420,6 +420,24 @@ LinkEvidence Engine::linkEvidence(topology::DirLinkId d) const {
   return {t.n, t.k, ev.nullRate(t.n, rt)};
 }
 
+LinkCounters Engine::linkCounters(topology::LinkId link, double seconds) const {
+  const EngineConfig& c = impl_->cfg;
+  const auto ring = static_cast<size_t>(std::llround(c.horizon_s / c.bucket_s));
+  const size_t buckets = std::clamp<size_t>(
+      static_cast<size_t>(std::ceil(std::max(0.0, seconds) / c.bucket_s)), 1, ring);
+  const PortCounters& counters = impl_->evidence.counters();
+  LinkCounters out;
+  out.window_s = static_cast<double>(buckets) * c.bucket_s;
+  const topology::Link& l = impl_->topo.link(link);
+  for (topology::PortId p : {l.a, l.b}) {
+    out.rx_errors += counters.recentRxErrors(p, buckets);
+    out.carrier_changes += counters.recentCarrierChanges(p, buckets);
+    const double last = counters.lastReport(p);
+    out.reported = out.reported || (last >= 0 && last > impl_->newest - out.window_s);
+  }
+  return out;
+}
+
 Coverage Engine::coverage(double min_probes) const {
   Coverage c;
   const BucketedTallies& links = impl_->evidence.links();

@@ -78,6 +78,15 @@ struct LinkEvidence {
   double background = 0;  // the loss ratio these probes have with no fault
 };
 
+// A link's port counters at both ends over a recent window: whether its
+// errors and carrier are quiet (a drained link's, before it is restored).
+struct LinkCounters {
+  bool reported = false;       // a record from either end within the window
+  double rx_errors = 0;        // at both ends (CRC errors where reported)
+  double carrier_changes = 0;  // at both ends
+  double window_s = 0;         // the window (whole buckets)
+};
+
 // How much of the fabric the probes see: directed links crossed by at least
 // `min_probes` probes of known path over the horizon.
 struct Coverage {
@@ -114,6 +123,9 @@ class Engine : public telemetry::RecordSink {
   const IngestStats& stats() const;
 
   LinkEvidence linkEvidence(topology::DirLinkId d) const;
+  // The link's counters over the newest `seconds` (rounded up to whole
+  // buckets, at most the horizon).
+  LinkCounters linkCounters(topology::LinkId link, double seconds) const;
   Coverage coverage(double min_probes) const;
   // The fabric-wide round-trip loss ratio of a probe with no fault (last
   // pass); one-way counts are held to one direction's, about half of it.

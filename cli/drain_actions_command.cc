@@ -28,6 +28,7 @@ struct DrainActionOptions {
   std::string by;
   std::string target;    // the incident (approve), the link (link, undo), on|off (freeze)
   std::string incident;  // link: the incident it is drained for
+  bool now = false;      // undo: without waiting for clean counters
   bool json = false;
 };
 
@@ -77,6 +78,9 @@ int post(const DrainActionOptions& o, const std::string& path, json body, const 
       if (answer.is_object() && answer.contains("nonce")) {
         std::cout << ": action " << answer["nonce"].get<std::string>() << ", "
                   << answer.value("state", "") << " (follow it with netdiag drain list)";
+      } else if (answer.is_object() && answer.contains("state")) {
+        std::cout << ": " << answer["state"].get<std::string>()
+                  << " (follow it with netdiag drain list)";
       }
       std::cout << '\n';
     }
@@ -190,8 +194,12 @@ void addDrainActionsCommand(CLI::App& app, int& exit_code) {
   auto* undo = cmd->add_subcommand("undo", "Restore a link netdiag drained");
   common(undo, true);
   undo->add_option("link", o->target, "The link, X:p->Y:q (either direction)")->required();
+  undo->add_flag("--now", o->now,
+                 "Restore at once, without waiting for the link's counters to be clean for the "
+                 "policy's restore_clean_s (you checked the link)");
   undo->callback([o, &exit_code] {
-    exit_code = post(*o, "/api/v1/drain/undo", {{"link", o->target}}, "netdiag drain undo: ");
+    exit_code = post(*o, "/api/v1/drain/undo", {{"link", o->target}, {"now", o->now}},
+                     "netdiag drain undo: ");
   });
 
   auto* freeze = cmd->add_subcommand(

@@ -40,6 +40,10 @@ struct Policy {
   // or a bug, not one bad link: no action.
   int max_open_incidents = 3;
   bool frozen = false;  // a maintenance window: no action
+  // A drained link is restored (undo) only once the port counters at its
+  // ends have been reported and clean (no errors, no carrier change) for
+  // this long (seconds; 0: at once). Analyzer-wide.
+  double restore_clean_s = 60;
 };
 
 // The analyzer's policy: one for every scope, and overrides for some pods

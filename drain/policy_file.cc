@@ -70,7 +70,8 @@ struct Reader {
     if (!scope) {
       if (k == "max_drains_per_hour") return integer(v, k, 0, 100000, &p.max_drains_per_hour);
       if (k == "max_open_incidents") return integer(v, k, 0, 100000, &p.max_open_incidents);
-    } else if (k == "max_drains_per_hour" || k == "max_open_incidents") {
+      if (k == "restore_clean_s") return number(v, k, 0, 3600, &p.restore_clean_s);
+    } else if (k == "max_drains_per_hour" || k == "max_open_incidents" || k == "restore_clean_s") {
       return fail(v, k + " is analyzer-wide: set it outside scopes");
     }
     return fail(v, "unknown key \"" + k + "\"");

@@ -10,14 +10,15 @@
 //   max_drained_per_scope: 1
 //   max_drains_per_hour: 4
 //   max_open_incidents: 3
+//   restore_clean_s: 60          # counters clean this long before a restore
 //   scopes:                      # overrides per pod or tier pair
 //     "pod 3": {mode: approve}
 //     spine-superspine: {mode: advise}
 //
 // Every key is optional (drain::Policy has the defaults). A scope may set
 // mode, min_confidence, hold_passes, min_width_share and
-// max_drained_per_scope; the hourly and open-incident bounds are
-// analyzer-wide. Unknown keys, wrong types and values out of range are
+// max_drained_per_scope; the hourly and open-incident bounds and
+// restore_clean_s are analyzer-wide. Unknown keys, wrong types and values out of range are
 // errors naming the file, the line and the key.
 
 #include <optional>

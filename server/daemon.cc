@@ -39,6 +39,15 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
         "--drain-policy-file) acts on switches: it needs --drain-key";
     return nullptr;
   }
+  if (o.drain_policy.all.restore_clean_s > o.live.engine.horizon_s) {
+    *error = "the drain policy's restore_clean_s (" +
+             std::to_string(static_cast<int>(o.drain_policy.all.restore_clean_s)) +
+             " s) is longer than the engine's horizon (" +
+             std::to_string(static_cast<int>(o.live.engine.horizon_s)) +
+             " s): counters are kept that long only";
+    return nullptr;
+  }
+  o.live.drained_counter_window_s = o.drain_policy.all.restore_clean_s;
   d->coordinator_ =
       std::make_unique<DrainCoordinator>(topo, o.drain_policy, d->outbox_.get(), o.log);
   d->coordinator_->setEvidenceSettle(o.live.engine.short_horizon_s);
@@ -118,7 +127,9 @@ void Daemon::clockLoop() {
     if (!err.empty() && options_.log) options_.log(err);
     service_->closeIdleStreams();
     if (outbox_) outbox_->expire();
-    coordinator_->onPass(analyzer_->snapshot()->report, options_.live.engine.pass_interval_s);
+    const SnapshotPtr snap = analyzer_->snapshot();
+    coordinator_->onPass(snap->report, options_.live.engine.pass_interval_s,
+                         snap->drained_counters);
     lk.lock();
     cv_.wait_for(lk, period, [this] { return stopping_; });
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -117,6 +118,8 @@ void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events)
     } else if (e.event == "restoring") {
       d.state = "restoring";
       d.restore_nonce = std::strtoull(e.nonce.c_str(), nullptr, 10);
+    } else if (e.event == "restore_requested") {
+      d.restore_by = e.actor;  // the undo still waits for clean counters
     } else if (e.event == "restore_failed") {
       d.state = "drained";
       d.detail = e.detail;
@@ -265,10 +268,12 @@ void DrainCoordinator::followLocked(double now) {
   updateGaugesLocked();
 }
 
-void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s) {
+void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s,
+                              const Counters& counters) {
   std::lock_guard lk(mu_);
   pass_s_ = pass_s;
   followLocked(report.generated_at);
+  restoreWhenCleanLocked(counters);
   verifyLocked(report, pass_s);
   if (!policies_.acts()) return publishLocked();
   std::set<std::string> open;
@@ -343,18 +348,10 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
     recordLocked(name, "not_mitigated", &d, "policy", d.detail);
     if (log_) log_("drain of " + name + " (" + d.incident + "): " + d.detail);
     if (policies_.of(d.scope).mode != drain::Mode::kAuto || !outbox_) continue;
-    DrainRequest r;
-    r.port = d.port;
-    r.op = v1::DrainAction::RESTORE;
-    r.incident = incidentNumber(d.incident);
-    r.reason = "rollback: the loss persists after the drain";
-    r.by = "policy auto (rollback)";
     std::string error;
-    if (auto nonce = outbox_->issue(r, &error)) {
-      d.restore_nonce = *nonce;
-      d.state = "restoring";
-      recordLocked(name, "restoring", &d, r.by, d.detail);
-    } else if (log_) {
+    if (!restoreLocked(d, "policy auto (rollback)", "rollback: the loss persists after the drain",
+                       &error) &&
+        log_) {
       log_("rollback of the drain of " + name + " not issued: " + error);
     }
   }
@@ -384,6 +381,7 @@ nlohmann::json DrainCoordinator::drainJson(const Drain& d) const {
                    {"scope", d.scope},
                    {"nonce", std::to_string(d.nonce)}};
   if (!d.detail.empty()) j["detail"] = d.detail;
+  if (!d.restore_by.empty()) j["restore_requested_by"] = d.restore_by;
   return j;
 }
 
@@ -484,8 +482,58 @@ std::optional<uint64_t> DrainCoordinator::drainLink(const std::string& link,
   return nonce;
 }
 
+std::optional<uint64_t> DrainCoordinator::restoreLocked(Drain& d, const std::string& by,
+                                                        const std::string& reason,
+                                                        std::string* error) {
+  if (!outbox_) {
+    if (error) *error = "drain actions are off: start the analyzer with --drain-key";
+    return std::nullopt;
+  }
+  DrainRequest r;
+  r.port = d.port;
+  r.op = v1::DrainAction::RESTORE;
+  r.incident = incidentNumber(d.incident);
+  r.reason = reason;
+  r.by = by;
+  auto nonce = outbox_->issue(r, error);
+  if (!nonce) return std::nullopt;
+  d.restore_nonce = *nonce;
+  d.state = "restoring";
+  d.restore_by.clear();
+  recordLocked(topo_.dirLinkName(2 * d.link), "restoring", &d, by, d.detail);
+  return nonce;
+}
+
+void DrainCoordinator::restoreWhenCleanLocked(const Counters& counters) {
+  for (auto& [link, d] : drains_) {
+    if (d.restore_by.empty() || (d.state != "drained" && d.state != "mitigated")) continue;
+    const auto it = counters.find(link);
+    std::string waits;
+    if (it == counters.end() || !it->second.reported) {
+      waits = "no port counters from either end yet";
+    } else if (it->second.rx_errors > 0 || it->second.carrier_changes > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%.0f error(s), %.0f carrier change(s) in the last %.0f s",
+                    it->second.rx_errors, it->second.carrier_changes, it->second.window_s);
+      waits = buf;
+    }
+    if (!waits.empty()) {
+      d.detail = "restore waits for clean counters: " + waits;
+      continue;
+    }
+    char reason[160];
+    std::snprintf(reason, sizeof reason, "undo: counters clean for %.0f s", it->second.window_s);
+    d.detail.clear();
+    std::string error;
+    const std::string by = d.restore_by;
+    if (!restoreLocked(d, by, reason, &error) && log_) {
+      log_("restore of " + topo_.dirLinkName(2 * link) + " not issued: " + error);
+    }
+  }
+}
+
 std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const std::string& by,
-                                               std::string* error) {
+                                               std::string* error, bool now) {
   auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
     if (error) *error = what;
     return std::nullopt;
@@ -497,19 +545,20 @@ std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const st
   if (it == drains_.end()) return fail(link + " is not drained by netdiag");
   if (it->second.state == "restoring") return fail(link + " is being restored already");
   if (!outbox_) return fail("drain actions are off: start the analyzer with --drain-key");
-  DrainRequest r;
-  r.port = it->second.port;
-  r.op = v1::DrainAction::RESTORE;
-  r.incident = incidentNumber(it->second.incident);
-  r.reason = "undo of the drain for " + it->second.incident;
-  r.by = by;
-  auto nonce = outbox_->issue(r, error);
-  if (!nonce) return std::nullopt;
-  it->second.restore_nonce = *nonce;
-  it->second.state = "restoring";
-  it->second.detail.clear();
-  recordLocked(topo_.dirLinkName(2 * it->first), "restoring", &it->second, by, "");
-  return nonce;
+  Drain& drain = it->second;
+  // A link out of service is restored once its counters say it is clean;
+  // one whose drain failed or is unknown may carry traffic already.
+  const bool out = drain.state == "drained" || drain.state == "mitigated";
+  if (!now && out && policies_.all.restore_clean_s > 0) {
+    drain.restore_by = by;
+    drain.detail = "restore waits for clean counters";
+    recordLocked(topo_.dirLinkName(2 * it->first), "restore_requested", &drain, by,
+                 "once the counters are clean for " +
+                     std::to_string(static_cast<int>(policies_.all.restore_clean_s)) + " s");
+    return 0;
+  }
+  drain.detail.clear();
+  return restoreLocked(drain, by, "undo of the drain for " + drain.incident, error);
 }
 
 void DrainCoordinator::setFrozen(bool frozen, const std::string& by) {

@@ -46,6 +46,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "analyzer/engine.h"
 #include "analyzer/incident.h"
 #include "drain/context.h"
 #include "drain/policy.h"
@@ -65,9 +66,12 @@ class DrainCoordinator {
                    std::function<void(const std::string&)> log,
                    std::function<double()> clock = nullptr);
 
-  // After a pass: follows the actions under way, then decides for every
-  // open link incident of `report` (acting under auto).
-  void onPass(const analyzer::Report& report, double pass_s);
+  // The port counters of the links held drained (the snapshot's).
+  using Counters = std::map<topology::LinkId, analyzer::LinkCounters>;
+  // After a pass: follows the actions under way, restores what waited for
+  // clean counters, then decides for every open link incident of `report`
+  // (acting under auto).
+  void onPass(const analyzer::Report& report, double pass_s, const Counters& counters = {});
 
   // The "drain" object of an open link incident's API view: the plan in
   // the shared context (links down or drained), the policy's decision and
@@ -90,8 +94,13 @@ class DrainCoordinator {
   std::optional<uint64_t> drainLink(const std::string& link, const std::string& incident_id,
                                     const analyzer::Report& report, const std::string& by,
                                     std::string* error);
-  // Restores a link netdiag drained (`link`: either direction's name).
-  std::optional<uint64_t> undo(const std::string& link, const std::string& by, std::string* error);
+  // Restores a link netdiag drained (`link`: either direction's name):
+  // once its port counters have been reported and clean for the policy's
+  // restore_clean_s (returns 0 meanwhile: the restore waits), or at once
+  // with `now` (a person who checked the link). The restore's nonce, or
+  // nullopt and *error.
+  std::optional<uint64_t> undo(const std::string& link, const std::string& by, std::string* error,
+                               bool now = false);
   // Called at the end of every onPass with the links held out of service
   // (drained, mitigated, being restored) and the mitigated incidents (id ->
   // telemetry time): the engine's view (LiveAnalyzer::setDrained).
@@ -138,6 +147,7 @@ class DrainCoordinator {
     // restoring, restored.
     std::string state = "draining";
     std::string detail;
+    std::string restore_by;  // set: an undo waits for clean counters
   };
 
   drain::Context contextLocked(const analyzer::Report& report) const;
@@ -150,6 +160,9 @@ class DrainCoordinator {
                                       const drain::Decision& decision, double now,
                                       const std::string& by, std::string* error);
   void followLocked(double now);
+  void restoreWhenCleanLocked(const Counters& counters);
+  std::optional<uint64_t> restoreLocked(Drain& d, const std::string& by, const std::string& reason,
+                                        std::string* error);
   void verifyLocked(const analyzer::Report& report, double pass_s);
   void publishLocked();
   // Appends to the audit (memory, and the database when attached).

@@ -569,8 +569,14 @@ void HttpApi::routes() {
     if (!writable(req, res, body)) return;
     std::string link, error;
     if (!textField(body, "link", link, true)) return sendError(res, 400, "link: \"X:p->Y:q\"");
-    auto nonce = writes_.coordinator->undo(link, operatorName(body), &error);
+    bool now = false;
+    if (auto it = body.find("now"); it != body.end()) {
+      if (!it->is_boolean()) return sendError(res, 400, "now: true or false");
+      now = it->get<bool>();
+    }
+    auto nonce = writes_.coordinator->undo(link, operatorName(body), &error, now);
     if (!nonce) return sendError(res, 422, printable(error));
+    if (*nonce == 0) return sendJson(res, {{"state", "awaiting_clean_counters"}}, 202);
     sendJson(res, {{"nonce", std::to_string(*nonce)}, {"state", "restoring"}}, 202);
   });
   s.Post("/api/v1/drain/freeze", [this](const httplib::Request& req, httplib::Response& res) {

@@ -170,6 +170,11 @@ struct LiveAnalyzer::Impl {
   // unsettled links; made again (on the requesting thread, never the
   // engine's) when those change, and each agent's share built on request
   std::mutex plans_mu;
+  // The links netdiag's drains hold out (setDrained), and those the plans
+  // below were made for: the base plan replanned around them
+  // (formats.md §1: a drained link leaves the ECMP graph, the planner's too).
+  std::vector<topology::LinkId> drained_next, drained_planned;
+  std::optional<planner::Plan> base_drained;  // the base plan around drained_planned
   planner::Plan served;
   std::vector<topology::DirLinkId> served_focus;
   size_t served_added = 0;
@@ -182,19 +187,32 @@ struct LiveAnalyzer::Impl {
 
   // Brings `served` up to the snapshot's unsettled links. plans_mu held.
   void refreshServedLocked() {
+    bool replanned = false;
+    if (drained_next != drained_planned) {
+      drained_planned = drained_next;
+      const planner::Constraints c{drained_planned, {}};
+      index = std::make_unique<planner::FabricIndex>(topo, c);
+      if (drained_planned.empty()) {
+        base_drained.reset();
+      } else {
+        base_drained = planner::replan(topo, plan, c);
+      }
+      replanned = true;
+    }
+    const planner::Plan& base = base_drained ? *base_drained : plan;
     SnapshotPtr now = snapshot();
-    if (now == focus_of && served.version != 0) return;  // the same pass: nothing new
+    if (!replanned && now == focus_of && served.version != 0) return;  // nothing new
     focus_of = now;
     std::vector<topology::DirLinkId> focus;
     if (options.focus_links > 0) {
       focus = analyzer::unsettledLinks(now->report.incidents, options.focus_links);
     }
-    if (focus == served_focus && served.version != 0) return;
+    if (!replanned && focus == served_focus && served.version != 0) return;
     planner::AdaptResult a;
     if (focus.empty()) {
-      a.plan = plan;
+      a.plan = base;
     } else {
-      a = planner::focusPlan(*index, plan, focus);
+      a = planner::focusPlan(*index, base, focus);
     }
     served = std::move(a.plan);
     served.version = next_version++;
@@ -209,6 +227,9 @@ struct LiveAnalyzer::Impl {
     }
     if (options.log && served.version > 1) {
       options.log("plan version " + std::to_string(served.version) + ": " +
+                  (replanned ? "around " + std::to_string(drained_planned.size()) +
+                                   " link(s) netdiag holds drained; "
+                             : std::string()) +
                   (served_focus.empty() ? std::string("the base plan (no unsettled links)")
                                         : std::to_string(served_added) + " flow(s) added across " +
                                               std::to_string(served_focus.size()) +
@@ -496,6 +517,9 @@ struct LiveAnalyzer::Impl {
     for (topology::DirLinkId d = 0; d < s->evidence.size(); ++d) {
       s->evidence[d] = engine.linkEvidence(d);
     }
+    for (topology::LinkId l : drained_out) {
+      s->drained_counters[l] = engine.linkCounters(l, options.drained_counter_window_s);
+    }
     s->stats = engine.stats();
     published_passes = s->stats.passes;
     if (writer && !dirty.empty()) writer->submit(std::move(dirty), s->report.generated_at);
@@ -524,13 +548,16 @@ struct LiveAnalyzer::Impl {
   // the engine on its own thread.
   std::mutex drain_mu;
   std::optional<std::pair<std::set<topology::LinkId>, std::map<std::string, double>>> drain_next;
+  std::set<topology::LinkId> drained_out;  // the engine thread's copy
   void applyDrain() {
     decltype(drain_next) next;
     {
       std::lock_guard lk(drain_mu);
       next.swap(drain_next);
     }
-    if (next) engine.setDrained(next->first, next->second);
+    if (!next) return;
+    engine.setDrained(next->first, next->second);
+    drained_out = next->first;
   }
 
   void tickOnEngine(double t) {
@@ -894,6 +921,10 @@ bool LiveAnalyzer::streamTick(double t, std::string* why) {
 
 void LiveAnalyzer::setDrained(std::set<topology::LinkId> links,
                               std::map<std::string, double> mitigated) {
+  {
+    std::lock_guard lk(impl_->plans_mu);
+    impl_->drained_next.assign(links.begin(), links.end());
+  }
   std::lock_guard lk(impl_->drain_mu);
   impl_->drain_next.emplace(std::move(links), std::move(mitigated));
 }

@@ -104,6 +104,9 @@ struct LiveOptions {
   // The "drain" object of an open link incident's view (incident()): the
   // daemon's drain coordinator; unset: none.
   std::function<nlohmann::json(const analyzer::Incident&, const analyzer::Report&)> drain_view;
+  // Snapshots carry the port counters of the links netdiag holds drained
+  // over this window (seconds): whether they are clean enough to restore.
+  double drained_counter_window_s = 60;
 };
 
 struct BatchResult {

@@ -6,6 +6,7 @@
 // long as they like; the engine thread builds the next one beside it.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Snapshot {
   // Per directed link (its id as index), the evidence over the horizon.
   std::vector<analyzer::LinkEvidence> evidence;
   analyzer::IngestStats stats;  // the engine's, when it was taken
+  // The port counters of the links netdiag holds drained, over
+  // LiveOptions::drained_counter_window_s.
+  std::map<topology::LinkId, analyzer::LinkCounters> drained_counters;
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

@@ -68,6 +68,26 @@ TEST_F(LiveCliTest, AnalyzerRejectsBadFlagsClearly) {
             std::string::npos)
       << r.err;
 
+  // Issue #14: the drain policy file, by line and key; its scopes exist in
+  // the topology; acting scopes need the drain key.
+  write("policy.yaml", "mode: auto\nhold_passes: soon\n");
+  r = run("analyzer --topology " + topo + " --drain-policy-file " + path("policy.yaml") +
+          " --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(path("policy.yaml") + ":2: hold_passes: \"soon\" is not a number"),
+            std::string::npos)
+      << r.err;
+  write("policy.yaml", "scopes:\n  pod 42: {mode: approve}\n");
+  r = run("analyzer --topology " + topo + " --drain-policy-file " + path("policy.yaml") +
+          " --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("\"pod 42\""), std::string::npos) << r.err;
+  write("policy.yaml", "scopes:\n  leaf-spine: {mode: approve}\n");
+  r = run("analyzer --topology " + topo + " --drain-policy-file " + path("policy.yaml") +
+          " --db '' --listen 127.0.0.1:0 --web.listen-address 127.0.0.1:0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("needs --drain-key"), std::string::npos) << r.err;
+
   // The bus: a URL that is not NATS, a fabric that is not one token, and a
   // server that does not answer are named.
   r = run("analyzer --topology " + topo + " --bus http://127.0.0.1:4222");

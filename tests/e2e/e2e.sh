@@ -17,7 +17,12 @@
 #      restores the session and ECMP width, and the incident must resolve
 #      (checked after steps 2 and 3, which run on other leaves meanwhile:
 #      evidence ages out over the engine's horizon). Before it, the healthy
-#      and busy-host baselines drain nothing;
+#      and busy-host baselines drain nothing. Then pod 1's policy is
+#      approve: 3 % loss on leaf1:swp4->spine1 waits for approval and
+#      `netdiag drain approve` drains it (then undone); with the policy
+#      frozen, a person drains leaf2's other uplink for loss on
+#      leaf2:swp3->spine0 (`netdiag drain link`): the loss persists, so the
+#      auto policy rolls that drain back;
 #   2. leaf1:swp4 down: a link_down incident on it, no new incident on any
 #      other link (those traffic moved to); then 3 % loss on leaf1's last
 #      uplink: the drain policy refuses to drain it (ecmp_width), in the
@@ -78,8 +83,20 @@ chmod 755 "$FABRIC_RUN"
 # API token for `netdiag drain undo`.
 DRAIN_KEY=$FABRIC_RUN/drain.key; API_TOKEN=$FABRIC_RUN/api.token
 (umask 077; head -c 32 /dev/urandom | base64 >"$DRAIN_KEY"; head -c 32 /dev/urandom | base64 >"$API_TOKEN")
-ANALYZER_EXTRA=(--collectors "$FABRIC_RUN/collectors.yaml" --drain-policy auto --drain-key "$DRAIN_KEY"
-  --api-token-file "$API_TOKEN")
+# The drain policy: auto, but pod 1 (leaf1 and its hosts) waits for a
+# person's approval. The scenarios run back to back, so incidents of the
+# last ones are still open while they resolve: up to 5 open may act. An
+# undo restores once the link's counters are clean for 10 s (agents report
+# them every second).
+cat >"$FABRIC_RUN/drain-policy.yaml" <<'POLICY'
+mode: auto
+max_open_incidents: 5
+restore_clean_s: 10
+scopes:
+  pod 1: {mode: approve}
+POLICY
+ANALYZER_EXTRA=(--collectors "$FABRIC_RUN/collectors.yaml" --drain-policy-file "$FABRIC_RUN/drain-policy.yaml"
+  --drain-key "$DRAIN_KEY" --api-token-file "$API_TOKEN")
 cleanup() {
   snmp_kill_pidfiles "$FABRIC_RUN/poller.pid"
   snmp_stop
@@ -260,12 +277,85 @@ while ((SECONDS - t < 60)); do
   sleep 1
 done
 restored=1; [[ $left == '{}' ]] && fabric_wait_ecmp 60 >/dev/null && restored=0
-e2e_result "drain undone" "netdiag drain undo: the session comes back and every leaf has its ECMP width again" \
-  "$undo; $(if ((restored == 0)); then echo "restored after $((SECONDS - t)) s"; else echo "still: ${left}"; fi)" "$restored"
+# The restore waited for clean counters: requested, then restoring.
+waited=$(api /api/v1/drain | jq -r --arg a "$LOSS_LINK" --arg b "$LOSS_REV" \
+  '[.events[]? | select(.link == $a or .link == $b) | .event] | reverse | map(select(. == "restore_requested" or . == "restoring")) | join(",")')
+((restored == 0)) && [[ $waited == restore_requested,restoring* ]] || restored=1
+e2e_result "drain undone" "netdiag drain undo: once the counters are clean (restore_requested, then restoring) the session comes back and every leaf has its ECMP width again" \
+  "$undo; audit: ${waited:-none}; $(if [[ $left == '{}' ]]; then echo "restored after $((SECONDS - t)) s"; else echo "still: ${left}"; fi)" "$restored"
 # Its resolution is checked after scenarios 2 and 3, which run on other
 # leaves meanwhile: the engine weighs evidence over a horizon (180 s by
 # default, no flag), so a link_loss resolves about horizon + resolve-after
 # after the fault ends.
+
+# --- 1c. approve: pod 1's drains wait for a person --------------------------------
+
+# 3 % loss on leaf1's uplink to spine1 (pod 1, approve): the decision waits
+# for approval and nothing is drained until `netdiag drain approve`; then
+# leaf1's agent shuts the session. (Before step 2: a link whose carrier
+# changed within the horizon explains the loss on it as flapping.)
+link_json() {  # link: netdiag's drain of it (either direction), held or restored
+  api /api/v1/drain | jq -c --arg a "$1" --arg b "$(reverse_link "$1")" \
+    '[(.drained[]?, .restored[]?) | select(.link == $a or .link == $b)] | first // {}'
+}
+decision_for() {  # link verdict: the newest such decision event
+  api /api/v1/drain | jq -c --arg a "$1" --arg b "$(reverse_link "$1")" --arg v "$2" \
+    '[.events[]? | select(.event == "decision" and (.link == $a or .link == $b) and .detail.verdict == $v)] | first // empty'
+}
+APPROVE_LINK="leaf1:swp4->${FAB_PEER[leaf1:swp4]}"
+fabric_loss_add leaf1 swp4 3
+t=$SECONDS; waiting=""
+while ((SECONDS - t < 120)); do
+  waiting=$(decision_for "$APPROVE_LINK" await_approval)
+  [[ -n $waiting ]] && break
+  sleep 2
+done
+approve_inc=$(jq -r '.incident // ""' <<<"${waiting:-null}")
+early=$(api /api/v1/drain | jq -r '[.actions[]? | select(.port == "leaf1:swp4")] | length')
+approved=$([[ -n $approve_inc ]] && in_mgmt "$NETDIAG" drain approve "$approve_inc" --analyzer "$API" \
+  --token-file "$API_TOKEN" --by e2e 2>&1)
+t=$SECONDS; drain='{}'
+while ((SECONDS - t < 60)); do
+  drain=$(link_json "$APPROVE_LINK")
+  [[ $(jq -r '.state // ""' <<<"$drain") =~ ^(drained|mitigated|failed)$ ]] && break
+  sleep 1
+done
+session=$(fabric_vtysh leaf1 "show bgp neighbors swp4" 2>&1 | grep -m1 -o 'BGP state = [A-Za-z]*' || true)
+e2e_result "drain approved" "pod 1 waits (await_approval, no action) until netdiag drain approve; then leaf1 shuts swp4's session" \
+  "${approve_inc:-no await_approval decision}; actions before approval: ${early:-?}; ${approved:-not approved}; drain $(jq -r '.state // "none"' <<<"$drain"); ${session:-no session state}" \
+  "$([[ -n $approve_inc && $early == 0 && $(jq -r '.state // ""' <<<"$drain") =~ ^(drained|mitigated)$ && $session == "BGP state = Idle" ]]; echo $?)"
+fabric_loss_del leaf1 swp4
+in_mgmt "$NETDIAG" drain undo "$APPROVE_LINK" --analyzer "$API" --token-file "$API_TOKEN" --by e2e >/dev/null 2>&1
+
+# --- 1d. rollback: a drain of the wrong link is undone under auto --------------
+
+# 3 % loss on leaf2's uplink to spine0 (pod 2, auto), with the policy frozen
+# so it drains nothing itself; a person drains leaf2's other uplink for the
+# incident instead (`netdiag drain link`). The incident's loss persists, so
+# the drain is judged not mitigated and rolled back (restored).
+in_mgmt "$NETDIAG" drain freeze on --analyzer "$API" --token-file "$API_TOKEN" --by e2e >/dev/null 2>&1
+LOSSY="leaf2:swp3->${FAB_PEER[leaf2:swp3]}"; WRONG="leaf2:swp4->${FAB_PEER[leaf2:swp4]}"
+fabric_loss_add leaf2 swp3 3
+t=$SECONDS; rb_inc=""
+while ((SECONDS - t < LOCATE_DEADLINE)); do
+  rb_inc=$(locate_json | jq -r --arg l "$LOSSY" '[.incidents[]? | select(.link == $l and .localized_at != null) | .id] | first // ""')
+  [[ -n $rb_inc ]] && break
+  sleep 2
+done
+named=$([[ -n $rb_inc ]] && in_mgmt "$NETDIAG" drain link "$WRONG" --incident "$rb_inc" --analyzer "$API" \
+  --token-file "$API_TOKEN" --by e2e 2>&1)
+t=$SECONDS; wrong='{}'
+while ((SECONDS - t < 150)); do
+  wrong=$(link_json "$WRONG")
+  [[ $(jq -r '.state // ""' <<<"$wrong") =~ ^(restored|mitigated|failed)$ ]] && break
+  sleep 2
+done
+in_mgmt "$NETDIAG" drain freeze off --analyzer "$API" --token-file "$API_TOKEN" --by e2e >/dev/null 2>&1
+fabric_loss_del leaf2 swp3
+e2e_result "wrong drain rolled back" "$WRONG drained for ${rb_inc:-the incident on $LOSSY}, judged not mitigated (its loss persists) and restored (auto)" \
+  "${rb_inc:-not localized}; ${named:-not drained}; drain $(jq -r '"\(.state // "none"): \(.detail // "")"' <<<"$wrong")" \
+  "$([[ $(jq -r '.state // ""' <<<"$wrong") == restored && $(jq -r '.detail // ""' <<<"$wrong") == *"loss persists"*"$rb_inc"* ]]; echo $?)"
+fabric_wait_ecmp 30 >/dev/null
 
 # --- 2. one link down -------------------------------------------------------------
 
@@ -308,9 +398,9 @@ done
 failing=$(jq -r '[.detail.checks[]? | select(.ok == false) | .name] | join(",")' <<<"$refused")
 inc_id=$(jq -r '.incident // ""' <<<"$refused")
 explained=$([[ -n $inc_id ]] && in_mgmt "$NETDIAG" explain "$inc_id" --analyzer "$API" 2>&1 | grep -m1 -o 'ecmp_width: .*' || true)
-drained_any=$(api /api/v1/drain | jq -r '[.actions[]? | select(.op == "drain" and .port != "'"$LOSS_NODE:$LOSS_PORT"'")] | length')
-e2e_result "last uplink refused" "the drain of $LAST_LINK is refused (ecmp_width) in the audit and explain, and nothing is drained" \
-  "${inc_id:-no decision}: failing ${failing:-?}; explain: ${explained:-nothing}; other drains: ${drained_any:-?}" \
+drained_any=$(api /api/v1/drain | jq -r --arg p "$DOWN_NODE:$LAST_PORT" '[.actions[]? | select(.op == "drain" and .port == $p)] | length')
+e2e_result "last uplink refused" "the drain of $LAST_LINK is refused (ecmp_width) in the audit and explain, and it is not drained" \
+  "${inc_id:-no decision}: failing ${failing:-?}; explain: ${explained:-nothing}; drains of $DOWN_NODE:$LAST_PORT: ${drained_any:-?}" \
   "$([[ $failing == *ecmp_width* && -n $explained && $drained_any == 0 ]]; echo $?)"
 fabric_loss_del "$DOWN_NODE" "$LAST_PORT"
 

@@ -28,6 +28,7 @@ min_width_share: 0.75
 max_drained_per_scope: 1
 max_drains_per_hour: 2
 max_open_incidents: 4
+restore_clean_s: 120
 )",
                  &error);
   ASSERT_TRUE(p) << error;
@@ -37,6 +38,7 @@ max_open_incidents: 4
   EXPECT_DOUBLE_EQ(p->all.min_width_share, 0.75);
   EXPECT_EQ(p->all.max_drains_per_hour, 2);
   EXPECT_EQ(p->all.max_open_incidents, 4);
+  EXPECT_DOUBLE_EQ(p->all.restore_clean_s, 120);
   ASSERT_EQ(p->scopes.size(), 2u);
   const Policy pod = p->of("pod 3");
   EXPECT_EQ(pod.mode, Mode::kApprove);
@@ -73,6 +75,8 @@ TEST(PolicyFile, BadInputNamesTheLineAndKey) {
       {"min_width_share: [1]\n", "min_width_share: expected a number"},
       {"drain_everything: true\n", "unknown key \"drain_everything\""},
       {"scopes:\n  pod 1: {max_drains_per_hour: 9}\n", "analyzer-wide"},
+      {"scopes:\n  pod 1: {restore_clean_s: 9}\n", "analyzer-wide"},
+      {"restore_clean_s: -1\n", "restore_clean_s: -1 is out of range"},
       {"scopes:\n  pod 1: auto\n", "expected a mapping"},
       {"scopes: [pod 1]\n", "scopes: expected a mapping"},
       {"- mode\n", "expected a mapping of policy keys"},

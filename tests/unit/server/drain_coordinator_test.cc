@@ -205,7 +205,22 @@ TEST_F(DrainCoordinatorTest, UndoRestoresTheLinkAndFreezeStopsNewDrains) {
   EXPECT_FALSE(coordinator_->undo("leaf2:swp3->spine1:swp2", "operator ann", &error));
   EXPECT_NE(error.find("not drained"), std::string::npos) << error;
   const std::string name = topo_.dirLinkName(Topology::reverse(i.link));  // either direction
-  ASSERT_TRUE(coordinator_->undo(name, "operator ann", &error)) << error;
+  // The restore waits until the link's counters are reported and clean.
+  auto waiting = coordinator_->undo(name, "operator ann", &error);
+  ASSERT_TRUE(waiting) << error;
+  EXPECT_EQ(*waiting, 0u);
+  EXPECT_TRUE(deliver("leaf1").empty());
+  const topology::LinkId link = Topology::linkOf(i.link);
+  coordinator_->onPass(at(126, {i}), 5, {});
+  EXPECT_NE(drained()[0]["detail"].get<std::string>().find("no port counters"), std::string::npos)
+      << drained().dump();
+  analyzer::LinkCounters dirty{.reported = true, .rx_errors = 12, .window_s = 60};
+  coordinator_->onPass(at(127, {i}), 5, {{link, dirty}});
+  EXPECT_NE(drained()[0]["detail"].get<std::string>().find("12 error(s)"), std::string::npos)
+      << drained().dump();
+  EXPECT_TRUE(deliver("leaf1").empty());
+  analyzer::LinkCounters clean{.reported = true, .window_s = 60};
+  coordinator_->onPass(at(128, {i}), 5, {{link, clean}});
   auto restore = deliver("leaf1");
   ASSERT_EQ(restore.size(), 1u);
   EXPECT_EQ(restore[0].op(), v1::DrainAction::RESTORE);
@@ -466,6 +481,37 @@ TEST_F(DrainCoordinatorTest, AScopeOverrideDecidesInItsScope) {
   std::string error;
   ASSERT_TRUE(coordinator_->approve("inc-1", at(121, {i}), "operator ann", &error)) << error;
   EXPECT_EQ(deliver("leaf1").size(), 1u);
+}
+
+}  // namespace
+}  // namespace netdiag::server
+
+namespace netdiag::server {
+namespace {
+
+// `undo --now`: a person who checked the link restores it at once; a drain
+// that failed (the link may carry traffic) is restored at once too.
+TEST_F(DrainCoordinatorTest, UndoNowDoesNotWaitForCounters) {
+  start(drain::Mode::kAuto, 2);  // both links are in leaf-spine
+  const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
+  coordinator_->onPass(at(120, {i}), 5);
+  answer("leaf1", deliver("leaf1").at(0), v1::ActionResult::DONE);
+  coordinator_->onPass(at(125, {i}), 5);
+  std::string error;
+  auto nonce = coordinator_->undo(topo_.dirLinkName(i.link), "operator ann", &error, true);
+  ASSERT_TRUE(nonce) << error;
+  EXPECT_NE(*nonce, 0u);
+  auto restore = deliver("leaf1");
+  ASSERT_EQ(restore.size(), 1u);
+  EXPECT_EQ(restore[0].op(), v1::DrainAction::RESTORE);
+
+  const Incident j = paged(topo_, "inc-2", "leaf3:swp6");
+  coordinator_->onPass(at(130, {j}), 5);
+  answer("leaf3", deliver("leaf3").at(0), v1::ActionResult::FAILED, "vtysh: no such neighbor");
+  coordinator_->onPass(at(135, {j}), 5);
+  nonce = coordinator_->undo(topo_.dirLinkName(j.link), "operator ann", &error);
+  ASSERT_TRUE(nonce) << error;
+  EXPECT_NE(*nonce, 0u) << "a failed drain is restored at once";
 }
 
 }  // namespace

@@ -294,6 +294,39 @@ TEST(Plan, FocusesOnTheLinksOfAnUnlocalizedIncidentUntilItCloses) {
   EXPECT_EQ(gauge("netdiag_plan_focus_links"), 0);
 }
 
+// Issue #14: a link netdiag's drain holds out leaves the planner's graph
+// too: the served plan is made again around it, and again once it is back.
+TEST(Plan, IsMadeAgainAroundTheLinksNetdiagDrains) {
+  topology::Topology topo = topology::generateLeafSpine(
+      {.spines = 2, .leaves = 3, .hosts_per_leaf = 2, .nics_per_host = 1, .parallel = 1});
+  LiveOptions o;
+  o.focus_links = 0;
+  std::string error;
+  auto a = LiveAnalyzer::create(topo, o, nullptr, wallNow, &error, nullptr);
+  ASSERT_TRUE(a) << error;
+  auto flows = [&] {
+    size_t n = 0;
+    for (const char* h : {"host1", "host3", "host5"}) {
+      auto p = a->plan(h, &error);
+      EXPECT_TRUE(p) << error;
+      n += p ? static_cast<size_t>(p->flows_size()) : 0;
+    }
+    return n;
+  };
+  const uint64_t v0 = a->servedPlan().version;
+  const size_t base_flows = flows();
+  EXPECT_EQ(a->servedPlan().version, v0) << "nothing changed: the same plan";
+  const auto uplink = topo.findDirLink("leaf1:swp3->spine1:swp1");
+  ASSERT_TRUE(uplink);
+  a->setDrained({topology::Topology::linkOf(*uplink)}, {});
+  const uint64_t v1 = a->servedPlan().version;
+  EXPECT_GT(v1, v0);
+  EXPECT_EQ(flows(), base_flows) << "an uplink with a sibling: every pair still has a path";
+  a->setDrained({}, {});
+  EXPECT_GT(a->servedPlan().version, v1);
+  EXPECT_EQ(flows(), base_flows);
+}
+
 TEST(Ingest, MalformedRecordsAreNamedAndCountedAndTheRestIngested) {
   Live live;
   const double now = wallNow();
