@@ -49,7 +49,7 @@
 #      else is localized.
 # Prints one PASS/FAIL line per step with what was expected and seen. Exit 0
 # pass, 1 fail, 77 skip (not root, no netns, FRR/lldpd/nft/snmpd missing).
-# Takes about 8.5 minutes (at most 12). E2E_KEEP=1 keeps the run directory (logs).
+# Takes about 9 minutes (at most 14). E2E_KEEP=1 keeps the run directory (logs).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/lib/fabric.sh"
