@@ -17,7 +17,7 @@ secs=${NETDIAG_FUZZ_SECONDS:-30}
 jobs=$(nproc)
 
 HARNESSES=(topology_loader_fuzz jsonl_engine_fuzz probe_packet_fuzz lldp_fuzz batch_ingest_fuzz
-  drain_action_fuzz)
+  drain_action_fuzz drain_policy_fuzz)
 # The collector and server tests with threads of their own (the prober,
 # responder, spool, uplink, agent and the analyzer daemon); the pure
 # parsers' tests gain nothing from TSan. prober_setup_test is left out: it
