@@ -112,6 +112,10 @@ void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events)
       d.state = "drained";
     } else if (e.event == "mitigated") {
       d.state = "mitigated";
+      d.judged = true;
+    } else if (e.event == "not_mitigated") {
+      d.judged = true;
+      d.detail = e.detail;
     } else if (e.event == "drain_failed") {
       d.state = "failed";
       d.detail = e.detail;
@@ -315,8 +319,7 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
   const double judge_after = std::max(kVerifyPasses * pass_s, settle_s_ + 2 * pass_s);
   const drain::Context none(topo_);  // scopes only: one router for the pass
   for (auto& [link, d] : drains_) {
-    if (d.state != "drained" || d.done_at <= 0 || d.detail.rfind("loss persists", 0) == 0 ||
-        now - d.done_at < judge_after) {
+    if (d.state != "drained" || d.done_at <= 0 || d.judged || now - d.done_at < judge_after) {
       continue;
     }
     const double clean_from = d.done_at + settle_s_;
@@ -337,6 +340,7 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
       persists += (persists.empty() ? "" : ", ") + i.id + " " + topo_.dirLinkName(i.link);
     }
     const std::string name = topo_.dirLinkName(2 * link);
+    d.judged = true;
     if (persists.empty()) {
       d.state = "mitigated";
       d.mitigated_at = now;
@@ -596,7 +600,8 @@ nlohmann::json DrainCoordinator::state() const {
                           {"min_width_share", p.min_width_share},
                           {"max_drained_per_scope", p.max_drained_per_scope},
                           {"max_drains_per_hour", p.max_drains_per_hour},
-                          {"max_open_incidents", p.max_open_incidents}};
+                          {"max_open_incidents", p.max_open_incidents},
+                          {"restore_clean_s", p.restore_clean_s}};
   };
   nlohmann::json policy = policyJson(policies_.all);
   policy["frozen"] = policies_.all.frozen;

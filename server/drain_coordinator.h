@@ -148,6 +148,7 @@ class DrainCoordinator {
     std::string state = "draining";
     std::string detail;
     std::string restore_by;  // set: an undo waits for clean counters
+    bool judged = false;     // verified once (mitigated or not)
   };
 
   drain::Context contextLocked(const analyzer::Report& report) const;

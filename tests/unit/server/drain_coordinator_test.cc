@@ -393,6 +393,14 @@ TEST_F(DrainCoordinatorTest, UnderApproveLossThatPersistsIsSaidNotUndone) {
   EXPECT_EQ(drained()[0]["state"], "drained");
   EXPECT_NE(drained()[0]["detail"].get<std::string>().find("loss persists"), std::string::npos);
   EXPECT_TRUE(deliver("leaf1").empty());
+  // A person undoes it: the restore waits for clean counters, and the
+  // drain is not judged again meanwhile (one verdict in the audit).
+  ASSERT_TRUE(coordinator_->undo(topo_.dirLinkName(i.link), "operator ann", &error)) << error;
+  for (double t = 165; t <= 200; t += 5) coordinator_->onPass(at(t, {i, other}), 5);
+  size_t verdicts = 0;
+  const nlohmann::json state = coordinator_->state();
+  for (const auto& e : state["events"]) verdicts += e["event"] == "not_mitigated";
+  EXPECT_EQ(verdicts, 1u) << state["events"].dump();
 }
 
 }  // namespace
