@@ -323,13 +323,17 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
       continue;
     }
     const double clean_from = d.done_at + settle_s_;
-    // Loss still found after the drain on the link the drain was for, or
-    // anywhere in its scope: the drain did not take the fault out (a wrong
-    // link), or there is another one beside it.
+    // A localized fault still found after the drain on the link the drain
+    // was for, or anywhere in its scope: the drain did not take the fault
+    // out (a wrong link), or there is another one beside it. Suspects that
+    // never paged do not count: the horizon's evidence from before the
+    // drain, weighed again on the graph without the drained link, keeps
+    // them alive for a while, and a rollback on a suspect would put a
+    // faulty link back into service.
     std::string persists;
     for (const analyzer::Incident& i : report.incidents) {
       if (i.resolved_at || i.link == topology::kNone || Topology::linkOf(i.link) == link ||
-          i.last_loss_at < clean_from || !analyzer::isLinkKind(i.kind) ||
+          !i.localized_at || i.last_loss_at < clean_from || !analyzer::isLinkKind(i.kind) ||
           i.kind == analyzer::IncidentKind::kLinkDown) {
         continue;
       }

@@ -20,8 +20,9 @@
 //
 // After a drain is done the coordinator verifies it: once the engine's
 // short horizon holds only probes sent after the drain, if the engine finds
-// loss neither on the incident's link nor anywhere else in the drained
-// link's scope (Incident::last_loss_at), the loss went back to background
+// a localized fault neither on the incident's link nor anywhere else in the
+// drained link's scope (Incident::last_loss_at), the loss went back to
+// background
 // and the drain is `mitigated` (and so is its incident: mitigated_at).
 // Otherwise the drain did not remove the loss (a wrong link, a second
 // fault): it says

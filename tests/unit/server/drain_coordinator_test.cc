@@ -359,12 +359,19 @@ TEST_F(DrainCoordinatorTest, LossThatPersistsAfterTheDrainIsRolledBackUnderAuto)
   // The real fault was next to it: loss shows on leaf1's other uplink.
   Incident other = paged(topo_, "inc-2", "leaf1:swp4");
   other.opened_at = 135;
-  other.localized_at.reset();
+  other.localized_at = 140;
   other.last_loss_at = 155;  // found with only post-drain probes in the short horizon
-  coordinator_->onPass(at(155, {i, other}), 5);
+  // A suspect that never paged, still fed by the horizon's pre-drain
+  // evidence, does not count.
+  Incident suspect = paged(topo_, "inc-3", "host1:eth0");
+  suspect.opened_at = 130;
+  suspect.localized_at.reset();
+  suspect.last_loss_at = 155;
+  coordinator_->onPass(at(155, {i, other, suspect}), 5);
   const auto d = drained()[0];
   EXPECT_EQ(d["state"], "restoring") << d.dump();
   EXPECT_NE(d["detail"].get<std::string>().find("inc-2"), std::string::npos);
+  EXPECT_EQ(d["detail"].get<std::string>().find("inc-3"), std::string::npos) << "a suspect";
   auto restore = deliver("leaf1");
   ASSERT_EQ(restore.size(), 1u);
   EXPECT_EQ(restore[0].op(), v1::DrainAction::RESTORE);
@@ -420,7 +427,10 @@ TEST_F(DrainCoordinatorTest, LossSeenOnlyBeforeTheEvidenceSettledIsNotPersistenc
   Incident echo = paged(topo_, "inc-2", "leaf1:swp4");
   echo.opened_at = 128;
   echo.last_loss_at = 140;  // before 125 + 20: pre-drain probes still counted
-  coordinator_->onPass(at(155, {i, echo}), 5);
+  Incident suspect = paged(topo_, "inc-3", "host1:eth0");
+  suspect.localized_at.reset();  // never paged: not loss that persists
+  suspect.last_loss_at = 155;
+  coordinator_->onPass(at(155, {i, echo, suspect}), 5);
   EXPECT_EQ(drained()[0]["state"], "mitigated") << drained().dump();
 }
 
