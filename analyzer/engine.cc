@@ -448,11 +448,11 @@ Coverage Engine::coverage(double min_probes) const {
 
 double Engine::backgroundLoss() const { return impl_->evidence.background().round_trip; }
 
-void Engine::setDrained(const std::set<topology::LinkId>& links,
-                        const std::map<std::string, double>& mitigated) {
-  impl_->evidence.shares().setDown(links);
-  impl_->incidents.holdLinks(links);
-  for (const auto& [id, at] : mitigated) impl_->incidents.mitigate(id, at);
+void Engine::setDrained(const DrainState& drains) {
+  impl_->evidence.shares().setDown(drains.out);
+  impl_->evidence.setRoutingChanges(drains.changes);
+  impl_->incidents.holdLinks(drains.out);
+  for (const auto& [id, at] : drains.mitigated) impl_->incidents.mitigate(id, at);
 }
 
 void Engine::restore(const std::vector<Incident>& incidents, bool evidence_replayed) {

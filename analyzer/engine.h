@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/drain_state.h"
 #include "analyzer/incident.h"
 #include "telemetry/record.h"
 #include "topology/model.h"
@@ -134,13 +135,12 @@ class Engine : public telemetry::RecordSink {
   // Called whenever an incident opens or changes state (for persistence).
   void onIncidentChange(std::function<void(const Incident&)> callback);
 
-  // What netdiag's drains did (server/drain_coordinator.h): the links they
-  // hold out of service leave the ECMP graph the evidence is weighed on
-  // (formats.md §1: a link known to be down leaves the graph) and their
-  // incidents do not resolve while out; `mitigated` (incident id -> when)
-  // sets mitigated_at on those the drain mended.
-  void setDrained(const std::set<topology::LinkId>& links,
-                  const std::map<std::string, double>& mitigated);
+  // What netdiag's drains did (DrainState): the links they hold out of
+  // service leave the ECMP graph the evidence is weighed on (formats.md §1:
+  // a link known to be down leaves the graph) and their incidents do not
+  // resolve while out; mitigated ones get mitigated_at; the routing changes
+  // explain the loss of the probe windows they touched.
+  void setDrained(const DrainState& drains);
 
   // Continues from incidents an earlier run persisted: open ones are tracked
   // again (they can still localize and resolve), closed ones stay in the

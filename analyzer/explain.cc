@@ -115,9 +115,10 @@ class Explainer {
   // `certain_too` false leaves the segments certainly through `d` alone.
   void explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache = false,
                  const std::function<bool(double)>* when = nullptr, bool certain_too = true);
-  // A carrier change on link `l` makes the switches at its ends reconverge
-  // (routes withdrawn, ECMP groups rebuilt): flows through them lose
-  // packets for a few seconds on links that never changed. Those links'
+  // A carrier change on link `l`, or a drain or restore of it by netdiag,
+  // makes the switches at its ends reconverge (routes withdrawn, ECMP
+  // groups rebuilt): flows through them lose packets for a few seconds on
+  // links that never changed. Those links'
   // losses in the windows the change touched are explained, like `l`'s.
   void explainConvergence(LinkId l);
   void explainTxDrops();
@@ -654,12 +655,12 @@ void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache
 }
 
 void Explainer::explainConvergence(LinkId l) {
-  if (ev_.carrierChanges(l) < 1) return;
+  if (!ev_.changedRecently(l)) return;
   // Only the few segments near the change: a spine has many links.
   std::vector<char> touched(segs_.size(), 0);
   std::vector<uint32_t> near_change;
   for (uint32_t i = 0; i < segs_.size(); ++i) {
-    if (!ev_.carrierTransientAt(l, segs_[i].t, ev_.bucketWidth())) continue;
+    if (!ev_.transientAt(l, segs_[i].t, ev_.bucketWidth())) continue;
     touched[i] = 1;
     near_change.push_back(i);
   }
@@ -726,8 +727,9 @@ std::vector<Hypothesis> Explainer::run() {
   // down both ways, and without one-way counts the replies it dropped would
   // otherwise be blamed on the uplinks their flows went out on. A link whose
   // carrier changed within the horizon (a flap's cycle, a link back up after
-  // an outage, a re-cabling) explains the same, but only for the probe
-  // windows its changes could have touched: a loss that began after the
+  // an outage, a re-cabling), or whose routing netdiag changed (a drain, a
+  // restore: e2e saw its own restore page the link), explains the same, but
+  // only for the probe windows its changes could have touched: a loss that began after the
   // link came back is new evidence, on it or on anything else. A link whose
   // LLDP neighbour at either end disagrees with the topology is not what
   // the topology says (a cable swapped or moved): the paths mapped over it
@@ -736,11 +738,11 @@ std::vector<Hypothesis> Explainer::run() {
   for (LinkId l = 0; l < topo_.linkCount(); ++l) {
     const bool down = ev_.reportedDown(l) || ev_.lldpMismatch(topo_.link(l).a) ||
                       ev_.lldpMismatch(topo_.link(l).b);
-    if (!down && ev_.carrierChanges(l) < 1) continue;
+    if (!down && !ev_.changedRecently(l)) continue;
     std::optional<std::function<bool(double)>> when;
     if (!down) {
       const double window = ev_.bucketWidth();
-      when = [this, l, window](double t) { return ev_.carrierTransientAt(l, t, window); };
+      when = [this, l, window](double t) { return ev_.transientAt(l, t, window); };
     }
     for (DirLinkId d : {2 * l, 2 * l + 1}) {
       if (auto it = link_c_.find(d); it != link_c_.end() && down) it->second.accepted = true;

@@ -150,6 +150,7 @@ void FabricEvidence::addLldp(const LldpRecord& r) {
 }
 
 void FabricEvidence::advanceTo(double now) {
+  now_ = now;
   links_.advanceTo(now);
   to_node_.advanceTo(now);
   host_side_.advanceTo(now);
@@ -266,6 +267,26 @@ bool FabricEvidence::carrierTransientAt(LinkId l, double t, double window_s) con
       // precede even the sample before the one that showed it.
       if (w.from - window_s < t && t - window_s <= w.to + kCarrierTransientS) return true;
     }
+  }
+  return false;
+}
+
+bool FabricEvidence::changedRecently(LinkId l) const {
+  if (carrierChanges(l) >= 1) return true;
+  const auto it = routing_changes_.find(l);
+  if (it == routing_changes_.end()) return false;
+  for (const DrainState::Change& c : it->second) {
+    if (c.to >= now_ - cfg_.horizon_s) return true;
+  }
+  return false;
+}
+
+bool FabricEvidence::transientAt(LinkId l, double t, double window_s) const {
+  if (carrierTransientAt(l, t, window_s)) return true;
+  const auto it = routing_changes_.find(l);
+  if (it == routing_changes_.end()) return false;
+  for (const DrainState::Change& c : it->second) {
+    if (c.from - window_s < t && t - window_s <= c.to + kCarrierTransientS) return true;
   }
   return false;
 }

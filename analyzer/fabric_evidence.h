@@ -8,6 +8,7 @@
 // engine (engine.h) feeds it records and moves its clock.
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "analyzer/counters.h"
+#include "analyzer/drain_state.h"
 #include "analyzer/ecmp_shares.h"
 #include "analyzer/evidence.h"
 #include "analyzer/flow_loss.h"
@@ -122,8 +124,18 @@ class FabricEvidence {
   // window's start.
   bool carrierTransientAt(topology::LinkId l, double t, double window_s) const;
   // Rerouting and the window that saw it: how long after a carrier change
-  // its loss may still show in a probe window.
+  // (or a routing change) its loss may still show in a probe window.
   static constexpr double kCarrierTransientS = 15;
+  // netdiag's own routing changes per link (drains, restores: DrainState).
+  void setRoutingChanges(std::map<topology::LinkId, std::vector<DrainState::Change>> changes) {
+    routing_changes_ = std::move(changes);
+  }
+  // Whether link l's switches reconverged within the horizon: its carrier
+  // changed, or netdiag drained or restored it.
+  bool changedRecently(topology::LinkId l) const;
+  // Whether such a change could have caused loss in a probe window ending
+  // at t (carrierTransientAt, or the same test against a routing change).
+  bool transientAt(topology::LinkId l, double t, double window_s) const;
   bool reportedDown(topology::LinkId l) const;
   bool allLinksDown(topology::NodeId host) const;
   // LLDP: whether port p's neighbour disagrees with the topology, and the
@@ -165,6 +177,8 @@ class FabricEvidence {
   std::vector<bool> lldp_mismatch_;
   std::vector<uint32_t> hops_from_hosts_;
   Background background_;
+  std::map<topology::LinkId, std::vector<DrainState::Change>> routing_changes_;
+  double now_ = 0;  // the time of the last advanceTo
   // Scratch buffers reused per record.
   std::vector<topology::DirLinkId> fwd_, rev_, both_;
 };

@@ -59,10 +59,8 @@ std::unique_ptr<Daemon> Daemon::start(const topology::Topology& topo, DaemonOpti
   d->analyzer_ = LiveAnalyzer::create(topo, o.live, d->registry_, o.clock, error, warnings);
   if (!d->analyzer_) return nullptr;
   // The engine learns which links the drains hold out, after every pass.
-  d->coordinator_->onPublish([a = d->analyzer_.get()](std::set<topology::LinkId> links,
-                                                      std::map<std::string, double> mitigated) {
-    a->setDrained(std::move(links), std::move(mitigated));
-  });
+  d->coordinator_->onPublish(
+      [a = d->analyzer_.get()](analyzer::DrainState drains) { a->setDrained(std::move(drains)); });
   // The drain audit lives beside the incidents (migrated by now).
   if (!o.live.db_path.empty() && !d->coordinator_->attachStore(o.live.db_path, error)) {
     return nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -81,7 +82,19 @@ bool DrainCoordinator::attachStore(const std::string& db_path, std::string* erro
   return true;
 }
 
-// Folds the audit, oldest first, into the drains held now.
+void DrainCoordinator::changeBegins(Drain& d, double at) {
+  d.changes.push_back({at, INFINITY});
+  if (d.changes.size() > kChanges) d.changes.erase(d.changes.begin());
+}
+
+void DrainCoordinator::changeEnds(Drain& d, double at) {
+  if (!d.changes.empty() && std::isinf(d.changes.back().to)) {
+    d.changes.back().to = std::max(at, d.changes.back().from);
+  }
+}
+
+// Folds the audit, oldest first, into the drains held now. Its times are
+// the wall clock's, which a live analyzer's telemetry time follows.
 void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events) {
   for (const store::DrainEvent& e : events) {
     if (e.link == "-") {  // analyzer-wide: a freeze outlives a restart
@@ -101,6 +114,7 @@ void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events)
       d.at = e.at;
       d.nonce = std::strtoull(e.nonce.c_str(), nullptr, 10);
       d.scope = drain::scopeOf(topo_, drain::Context(topo_).plan(link));
+      changeBegins(d, e.at);
       drains_[link] = d;
       issued_at_.push_back(e.at);
       if (!e.incident.empty()) acted_.insert(e.incident);
@@ -108,6 +122,12 @@ void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events)
     }
     if (it == drains_.end()) continue;
     Drain& d = it->second;
+    if (e.event == "drained" || e.event == "drain_failed" || e.event == "restored" ||
+        e.event == "restore_failed") {
+      changeEnds(d, e.at);
+    } else if (e.event == "restoring") {
+      changeBegins(d, e.at);
+    }
     if (e.event == "drained") {
       d.state = "drained";
     } else if (e.event == "mitigated") {
@@ -135,8 +155,10 @@ void DrainCoordinator::restoreFrom(const std::vector<store::DrainEvent>& events)
   }
   while (history_.size() > kHistory) history_.pop_back();
   // The outbox that would bring their results died with the last run.
+  const double last = events.empty() ? 0 : events.back().at;
   for (auto& [link, d] : drains_) {
     if (d.state == "draining" || d.state == "restoring") {
+      changeEnds(d, last);
       d.detail = std::string("the analyzer restarted before the switch answered its ") +
                  (d.state == "draining" ? "drain" : "restore") +
                  ": check the link on the switch, then undo";
@@ -213,6 +235,7 @@ std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& 
   d.by = by;
   d.nonce = *nonce;
   d.at = now;
+  changeBegins(d, now);
   drains_[link] = d;
   issued_at_.push_back(now);
   while (issued_at_.size() > 1024 || (!issued_at_.empty() && issued_at_.front() < now - 3600)) {
@@ -227,12 +250,17 @@ std::optional<uint64_t> DrainCoordinator::issueLocked(const analyzer::Incident& 
 
 void DrainCoordinator::followLocked(double now) {
   if (!outbox_) return;
+  // An action's end: the agent's answer, its expiry, or lost (empty).
+  auto answered = [](const std::string& s) {
+    return s == "done" || s == "failed" || s == "refused" || s == "expired" || s.empty();
+  };
   for (auto it = drains_.begin(); it != drains_.end();) {
     Drain& d = it->second;
     const std::string before = d.state;
     std::string detail;
     if (d.state == "draining") {
       const std::string s = outbox_->stateOf(d.nonce, &detail);
+      if (answered(s)) changeEnds(d, now);
       if (s == "done") {
         d.state = "drained";
         d.done_at = now;
@@ -243,6 +271,7 @@ void DrainCoordinator::followLocked(double now) {
       }
     } else if (d.state == "restoring") {
       const std::string s = outbox_->stateOf(d.restore_nonce, &detail);
+      if (answered(s)) changeEnds(d, now);
       if (s == "done") {
         d.state = "restored";
       } else if (s == "failed" || s == "refused" || s == "expired" || s.empty()) {
@@ -276,6 +305,7 @@ void DrainCoordinator::onPass(const analyzer::Report& report, double pass_s,
                               const Counters& counters) {
   std::lock_guard lk(mu_);
   pass_s_ = pass_s;
+  pass_at_ = report.generated_at;
   followLocked(report.generated_at);
   restoreWhenCleanLocked(counters);
   verifyLocked(report, pass_s);
@@ -367,16 +397,27 @@ void DrainCoordinator::verifyLocked(const analyzer::Report& report, double pass_
 
 void DrainCoordinator::publishLocked() {
   if (!publish_) return;
-  std::set<LinkId> out;
-  std::map<std::string, double> mitigated;
+  analyzer::DrainState state;
   for (const auto& [link, d] : drains_) {
     // What the engine may take as out: drains the switch confirmed. A failed
     // or unknown one may still carry traffic (drain plans count it out all
     // the same, to be safe the other way).
-    if (d.state == "drained" || d.state == "mitigated" || d.state == "restoring") out.insert(link);
-    if (d.state == "mitigated" && !d.incident.empty()) mitigated[d.incident] = d.mitigated_at;
+    if (d.state == "drained" || d.state == "mitigated" || d.state == "restoring") {
+      state.out.insert(link);
+    }
+    if (d.state == "mitigated" && !d.incident.empty()) {
+      state.mitigated[d.incident] = d.mitigated_at;
+    }
   }
-  publish_(std::move(out), std::move(mitigated));
+  for (const Drain& d : history_) {
+    auto& c = state.changes[d.link];
+    c.insert(c.end(), d.changes.begin(), d.changes.end());
+  }
+  for (const auto& [link, d] : drains_) {
+    auto& c = state.changes[link];
+    c.insert(c.end(), d.changes.begin(), d.changes.end());
+  }
+  publish_(std::move(state));
 }
 
 nlohmann::json DrainCoordinator::drainJson(const Drain& d) const {
@@ -507,6 +548,7 @@ std::optional<uint64_t> DrainCoordinator::restoreLocked(Drain& d, const std::str
   if (!nonce) return std::nullopt;
   d.restore_nonce = *nonce;
   d.state = "restoring";
+  changeBegins(d, pass_at_);  // issued since that pass
   d.restore_by.clear();
   recordLocked(topo_.dirLinkName(2 * d.link), "restoring", &d, by, d.detail);
   return nonce;

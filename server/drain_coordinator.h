@@ -47,6 +47,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "analyzer/drain_state.h"
 #include "analyzer/engine.h"
 #include "analyzer/incident.h"
 #include "drain/context.h"
@@ -103,9 +104,10 @@ class DrainCoordinator {
   std::optional<uint64_t> undo(const std::string& link, const std::string& by, std::string* error,
                                bool now = false);
   // Called at the end of every onPass with the links held out of service
-  // (drained, mitigated, being restored) and the mitigated incidents (id ->
-  // telemetry time): the engine's view (LiveAnalyzer::setDrained).
-  using Publish = std::function<void(std::set<topology::LinkId>, std::map<std::string, double>)>;
+  // (drained, mitigated, being restored), the mitigated incidents (id ->
+  // telemetry time) and the routing changes of the drains and restores
+  // still in memory: the engine's view (LiveAnalyzer::setDrained).
+  using Publish = std::function<void(analyzer::DrainState)>;
   void onPublish(Publish publish) { publish_ = std::move(publish); }
 
   // Passes after a drain is done before it is judged (mitigated or not),
@@ -150,7 +152,14 @@ class DrainCoordinator {
     std::string detail;
     std::string restore_by;  // set: an undo waits for clean counters
     bool judged = false;     // verified once (mitigated or not)
+    // Its drain and restores on the switch (DrainState::Change), oldest
+    // first, at most kChanges.
+    std::vector<analyzer::DrainState::Change> changes;
   };
+  static constexpr size_t kChanges = 8;
+  // A routing change begins (an action issued) or ends (its answer seen).
+  static void changeBegins(Drain& d, double at);
+  static void changeEnds(Drain& d, double at);
 
   drain::Context contextLocked(const analyzer::Report& report) const;
   drain::Situation situationLocked(const analyzer::Report& report, double pass_s,
@@ -188,6 +197,7 @@ class DrainCoordinator {
   std::deque<store::DrainEvent> events_;         // the latest audit events, newest first
   std::unique_ptr<store::Database> db_;          // the audit's, when attached
   double pass_s_ = 5;                            // the engine's pass interval
+  double pass_at_ = 0;                           // telemetry time of the last pass
   double settle_s_ = 30;                         // the engine's short horizon
   Publish publish_;
   prometheus::Gauge* g_drained_ = nullptr;

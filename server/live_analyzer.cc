@@ -547,7 +547,7 @@ struct LiveAnalyzer::Impl {
   // What the drain coordinator published since the last pass, handed to
   // the engine on its own thread.
   std::mutex drain_mu;
-  std::optional<std::pair<std::set<topology::LinkId>, std::map<std::string, double>>> drain_next;
+  std::optional<analyzer::DrainState> drain_next;
   std::set<topology::LinkId> drained_out;  // the engine thread's copy
   void applyDrain() {
     decltype(drain_next) next;
@@ -556,8 +556,8 @@ struct LiveAnalyzer::Impl {
       next.swap(drain_next);
     }
     if (!next) return;
-    engine.setDrained(next->first, next->second);
-    drained_out = next->first;
+    engine.setDrained(*next);
+    drained_out = next->out;
   }
 
   void tickOnEngine(double t) {
@@ -919,14 +919,13 @@ bool LiveAnalyzer::streamTick(double t, std::string* why) {
   return true;
 }
 
-void LiveAnalyzer::setDrained(std::set<topology::LinkId> links,
-                              std::map<std::string, double> mitigated) {
+void LiveAnalyzer::setDrained(analyzer::DrainState drains) {
   {
     std::lock_guard lk(impl_->plans_mu);
-    impl_->drained_next.assign(links.begin(), links.end());
+    impl_->drained_next.assign(drains.out.begin(), drains.out.end());
   }
   std::lock_guard lk(impl_->drain_mu);
-  impl_->drain_next.emplace(std::move(links), std::move(mitigated));
+  impl_->drain_next = std::move(drains);
 }
 
 std::string LiveAnalyzer::tick(double engine_time) {

@@ -173,10 +173,10 @@ class LiveAnalyzer {
   // publisher) or once the analyzer stopped. Blocks while the queue is full.
   bool streamTick(double t, std::string* why);
 
-  // The links netdiag's drains hold out of service and the incidents they
-  // mitigated (id -> when), from the drain coordinator; the engine takes
-  // them at its next pass (analyzer::Engine::setDrained).
-  void setDrained(std::set<topology::LinkId> links, std::map<std::string, double> mitigated);
+  // What netdiag's drains did (the links held out of service, the
+  // incidents mitigated, the routing changes), from the drain coordinator;
+  // the engine takes it at its next pass (analyzer::Engine::setDrained).
+  void setDrained(analyzer::DrainState drains);
 
   // The live clock: moves the engine to `engine_time` (wall clock minus the
   // delivery delay; never past a record still waiting for it), publishes a

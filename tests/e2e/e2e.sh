@@ -334,6 +334,7 @@ in_mgmt "$NETDIAG" drain undo "$APPROVE_LINK" --analyzer "$API" --token-file "$A
 # incident instead (`netdiag drain link`). The incident's loss persists, so
 # the drain is judged not mitigated and rolled back (restored).
 in_mgmt "$NETDIAG" drain freeze on --analyzer "$API" --token-file "$API_TOKEN" --by e2e >/dev/null 2>&1
+drains_before=$(api /api/v1/drain | jq -r '[.actions[]? | select(.op == "drain")] | length')
 LOSSY="leaf2:swp3->${FAB_PEER[leaf2:swp3]}"; WRONG="leaf2:swp4->${FAB_PEER[leaf2:swp4]}"
 fabric_loss_add leaf2 swp3 3
 t=$SECONDS; rb_inc=""
@@ -355,7 +356,15 @@ fabric_loss_del leaf2 swp3
 e2e_result "wrong drain rolled back" "$WRONG drained for ${rb_inc:-the incident on $LOSSY}, judged not mitigated (its loss persists) and restored (auto)" \
   "${rb_inc:-not localized}; ${named:-not drained}; drain $(jq -r '"\(.state // "none"): \(.detail // "")"' <<<"$wrong")" \
   "$([[ $(jq -r '.state // ""' <<<"$wrong") == restored && $(jq -r '.detail // ""' <<<"$wrong") == *"loss persists"*"$rb_inc"* ]]; echo $?)"
-fabric_wait_ecmp 30 >/dev/null
+# The restore's own rerouting is no fault: nothing pages on the restored
+# link and the policy, unfrozen, drains nothing more (CI once saw it drain
+# the restored link again for the loss its restore made).
+whole="ECMP complete"
+fabric_wait_ecmp 60 >/dev/null 2>&1 || whole=$(_fabric_ecmp_mismatch)
+drains_after=$(api /api/v1/drain | jq -r '[.actions[]? | select(.op == "drain")] | length')
+e2e_result "fabric whole after the rollback" "every leaf has its ECMP width again within 60 s, and the only drain since the freeze is the one named for $rb_inc" \
+  "$whole; drains since the freeze: $((drains_after - drains_before))" \
+  "$([[ $whole == "ECMP complete" && $((drains_after - drains_before)) == 1 ]]; echo $?)"
 
 # --- 2. one link down -------------------------------------------------------------
 

@@ -384,6 +384,49 @@ TEST(EngineRules, LossThroughASwitchWhileItReconvergesIsTheCarrierChangesNotALin
   EXPECT_TRUE(replugged.empty()) << report;
 }
 
+// netdiag's own drain or restore of a link reroutes like a carrier change,
+// with no carrier change: probes lost on the link and beside it while the
+// switches reconverge are the change's (CI's e2e saw a restore page the
+// restored link and the policy drain it again). The same loss with no
+// change pages, and a loss that begins after the change is found.
+TEST(EngineRules, LossWhileNetdiagDrainsOrRestoresALinkIsTheChangesNotAFaults) {
+  auto run = [](bool drained, double fault_from) {
+    Fabric f;
+    Script s(f);
+    const DirLinkId changed = f.dl("leaf2:swp4->spine2:swp2");
+    const DirLinkId beside = f.dl("leaf2:swp3->spine1:swp2");
+    s.at = [&](double t, Mesh& m) {
+      m.loss.clear();
+      if (t > 70 && t <= 80) {  // rerouting
+        m.loss[changed] = 1.0;
+        m.loss[beside] = 0.1;
+      }
+      if (t > fault_from) m.loss[changed] = 0.03;
+    };
+    Engine engine(f.t, {});
+    DrainState state;
+    if (drained) state.changes[Topology::linkOf(changed)] = {{72, 76}};
+    engine.setDrained(state);
+    feed(engine, s.build(fault_from < 1e9 ? 300 : 200));
+    engine.finish();
+    const Report r = engine.report();
+    expectContract(f.t, r);
+    return std::tuple{linkIncidents(r), describe(f.t, r), changed};
+  };
+  auto [alone, alone_report, d0] = run(false, INFINITY);
+  EXPECT_FALSE(alone.empty()) << "the loss does not page even alone: " << alone_report;
+  auto [during, report, d1] = run(true, INFINITY);
+  EXPECT_TRUE(during.empty()) << report;
+  auto [after, after_report, d] = run(true, 110);
+  bool found = false;
+  for (const Incident& i : after) {
+    if (i.kind != IncidentKind::kLinkLoss || i.link != d) continue;
+    found = true;
+    EXPECT_LT(*i.localized_at, 170) << "the change hid the new loss for the whole horizon";
+  }
+  EXPECT_TRUE(found) << after_report;
+}
+
 // A carrier change explains the loss of the windows it touched, not every
 // loss on that link for a whole horizon: a fault that begins after the link
 // came back is found on it in the usual time.

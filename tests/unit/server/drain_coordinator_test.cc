@@ -327,9 +327,9 @@ TEST_F(DrainCoordinatorTest, ADrainThatTookTheLossAwayIsMitigated) {
   start(drain::Mode::kAuto);
   std::set<topology::LinkId> out;
   std::map<std::string, double> mitigated;
-  coordinator_->onPublish([&](std::set<topology::LinkId> l, std::map<std::string, double> m) {
-    out = std::move(l);
-    mitigated = std::move(m);
+  coordinator_->onPublish([&](analyzer::DrainState s) {
+    out = std::move(s.out);
+    mitigated = std::move(s.mitigated);
   });
   const Incident i = paged(topo_, "inc-1", "leaf1:swp3");
   coordinator_->onPass(at(120, {i}), 5);
@@ -438,6 +438,8 @@ TEST_F(DrainCoordinatorTest, LossSeenOnlyBeforeTheEvidenceSettledIsNotPersistenc
 // incident's loss away (a wrong link), so under auto it is rolled back.
 TEST_F(DrainCoordinatorTest, ADrainOfTheWrongLinkIsRolledBackUnderAuto) {
   start(drain::Mode::kAuto);
+  analyzer::DrainState published;
+  coordinator_->onPublish([&](analyzer::DrainState s) { published = std::move(s); });
   coordinator_->setFrozen(true, "operator ann");  // the policy itself drains nothing
   Incident i = paged(topo_, "inc-1", "leaf1:swp3");
   const std::string wrong = topo_.dirLinkName(egress(topo_, "leaf1:swp4"));
@@ -468,6 +470,15 @@ TEST_F(DrainCoordinatorTest, ADrainOfTheWrongLinkIsRolledBackUnderAuto) {
   coordinator_->onPass(at(160, {i}), 5);
   EXPECT_TRUE(drained().empty());
   EXPECT_TRUE(deliver("leaf1").empty());
+  // The engine learns when the switch rerouted, from each action's issue to
+  // the pass that saw its answer: the drain, then the rollback.
+  const auto changes = published.changes[Topology::linkOf(*topo_.findDirLink(wrong))];
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].from, 120);
+  EXPECT_EQ(changes[0].to, 125);
+  EXPECT_EQ(changes[1].from, 155);
+  EXPECT_EQ(changes[1].to, 160);
+  EXPECT_TRUE(published.out.empty());
 }
 
 // A named link must still pass the fabric's checks, and not where the

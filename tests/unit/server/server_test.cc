@@ -318,11 +318,13 @@ TEST(Plan, IsMadeAgainAroundTheLinksNetdiagDrains) {
   EXPECT_EQ(a->servedPlan().version, v0) << "nothing changed: the same plan";
   const auto uplink = topo.findDirLink("leaf1:swp3->spine1:swp1");
   ASSERT_TRUE(uplink);
-  a->setDrained({topology::Topology::linkOf(*uplink)}, {});
+  analyzer::DrainState drained;
+  drained.out = {topology::Topology::linkOf(*uplink)};
+  a->setDrained(drained);
   const uint64_t v1 = a->servedPlan().version;
   EXPECT_GT(v1, v0);
   EXPECT_EQ(flows(), base_flows) << "an uplink with a sibling: every pair still has a path";
-  a->setDrained({}, {});
+  a->setDrained({});
   EXPECT_GT(a->servedPlan().version, v1);
   EXPECT_EQ(flows(), base_flows);
 }
