@@ -102,9 +102,12 @@ struct Incident {
   // crosses the link to say whether the fault is gone).
   std::optional<double> mitigated_at;
   std::optional<double> resolved_at;
-  // The last pass whose short horizon still showed the fault (telemetry
-  // time; in memory only, 0 when unknown): whether loss persisted after a
-  // drain (server/drain_coordinator.h).
+  // The last pass that found the incident's fault (telemetry time; in
+  // memory only, 0 when unknown). For a paged incident that is the last
+  // pass whose short horizon still showed the loss (not recovering); a
+  // suspect's recovery is never weighed, so its moves every pass it is
+  // found. The drain verification reads it of paged incidents only
+  // (server/drain_coordinator.h).
   double last_loss_at = 0;
   double confidence = 0;  // posterior probability that this explanation is right
   double loss_ratio = 0;  // estimated loss on the link (or of probes to the node)
