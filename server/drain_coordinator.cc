@@ -15,6 +15,12 @@ using topology::Topology;
 
 constexpr size_t kHistory = 64;
 
+// No action, and *error (when asked for) says why.
+std::optional<uint64_t> refuse(std::string* error, const std::string& why) {
+  if (error) *error = why;
+  return std::nullopt;
+}
+
 bool holdsLinkOut(const std::string& state) { return state != "restored"; }
 
 // "inc-17" -> 17 (0 when it is not of that form): the action's incident.
@@ -194,9 +200,11 @@ drain::Situation DrainCoordinator::situationLocked(const analyzer::Report& repor
 
 drain::Decision DrainCoordinator::decideLocked(const analyzer::Incident& incident,
                                                const analyzer::Report& report, double pass_s,
-                                               topology::DrainPlan* plan_out) const {
-  const drain::Context context = contextLocked(report);
-  const topology::DrainPlan plan = context.plan(Topology::linkOf(incident.link));
+                                               topology::DrainPlan* plan_out,
+                                               const drain::Context* context) const {
+  std::optional<drain::Context> own;
+  if (!context) context = &own.emplace(contextLocked(report));
+  const topology::DrainPlan plan = context->plan(Topology::linkOf(incident.link));
   const std::string scope = drain::scopeOf(topo_, plan);
   if (plan_out) *plan_out = plan;
   return drain::decide(policies_.of(scope), topo_, incident, plan,
@@ -439,7 +447,7 @@ nlohmann::json DrainCoordinator::view(const analyzer::Incident& incident,
   std::lock_guard lk(mu_);
   const drain::Context context = contextLocked(report);
   topology::DrainPlan plan;
-  const drain::Decision d = decideLocked(incident, report, pass_s, &plan);
+  const drain::Decision d = decideLocked(incident, report, pass_s, &plan, &context);
   nlohmann::json out = context.planJson(plan);
   out["decision"] = drain::decisionJson(d);
   if (auto it = drains_.find(Topology::linkOf(incident.link)); it != drains_.end()) {
@@ -451,41 +459,37 @@ nlohmann::json DrainCoordinator::view(const analyzer::Incident& incident,
 std::optional<uint64_t> DrainCoordinator::approve(const std::string& incident_id,
                                                   const analyzer::Report& report,
                                                   const std::string& by, std::string* error) {
-  auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
-    if (error) *error = what;
-    return std::nullopt;
-  };
   std::lock_guard lk(mu_);
   bool approves = policies_.all.mode == drain::Mode::kApprove;
   for (const auto& [scope, p] : policies_.scopes)
     approves = approves || p.mode == drain::Mode::kApprove;
   if (!approves) {
-    return fail(std::string("the drain policy is ") + drain::modeName(policies_.all.mode) +
-                " in every scope: approvals are for the approve policy");
+    return refuse(error, std::string("the drain policy is ") + drain::modeName(policies_.all.mode) +
+                             " in every scope: approvals are for the approve policy");
   }
   const analyzer::Incident* found = nullptr;
   for (const auto& i : report.incidents) {
     if (i.id == incident_id) found = &i;
   }
-  if (!found || found->resolved_at) return fail("no open incident " + incident_id);
-  if (found->link == topology::kNone) return fail(incident_id + " is not on one link");
+  if (!found || found->resolved_at) return refuse(error, "no open incident " + incident_id);
+  if (found->link == topology::kNone) return refuse(error, incident_id + " is not on one link");
   if (auto it = drains_.find(Topology::linkOf(found->link)); it != drains_.end()) {
-    return fail(topo_.dirLinkName(found->link) + " is " + it->second.state + " already (" +
-                it->second.incident + ")");
+    return refuse(error, topo_.dirLinkName(found->link) + " is " + it->second.state + " already (" +
+                             it->second.incident + ")");
   }
   topology::DrainPlan plan;
   const drain::Decision d = decideLocked(*found, report, pass_s_, &plan);
   if (d.mode != drain::Mode::kApprove) {
-    return fail(std::string("the drain policy in ") + d.scope + " is " + drain::modeName(d.mode) +
-                ": approvals are for the approve policy");
+    return refuse(error, std::string("the drain policy in ") + d.scope + " is " +
+                             drain::modeName(d.mode) + ": approvals are for the approve policy");
   }
   if (d.verdict != drain::Verdict::kAwaitApproval) {
     std::string failing;
     for (const auto& c : d.checks) {
       if (!c.ok) failing += (failing.empty() ? "" : "; ") + c.name + ": " + c.detail;
     }
-    return fail(std::string("not approved, the policy says ") + drain::verdictName(d.verdict) +
-                ": " + failing);
+    return refuse(error, std::string("not approved, the policy says ") +
+                             drain::verdictName(d.verdict) + ": " + failing);
   }
   return issueLocked(*found, plan, d, report.generated_at, by, error);
 }
@@ -494,27 +498,25 @@ std::optional<uint64_t> DrainCoordinator::drainLink(const std::string& link,
                                                     const std::string& incident_id,
                                                     const analyzer::Report& report,
                                                     const std::string& by, std::string* error) {
-  auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
-    if (error) *error = what;
-    return std::nullopt;
-  };
   const auto dir = topo_.findDirLink(link);
-  if (!dir) return fail("no directed link \"" + link + "\" (write it as X:p->Y:q)");
+  if (!dir) return refuse(error, "no directed link \"" + link + "\" (write it as X:p->Y:q)");
   std::lock_guard lk(mu_);
   const analyzer::Incident* found = nullptr;
   for (const auto& i : report.incidents) {
     if (i.id == incident_id) found = &i;
   }
-  if (!found || found->resolved_at) return fail("no open incident " + incident_id);
+  if (!found || found->resolved_at) return refuse(error, "no open incident " + incident_id);
   if (auto it = drains_.find(Topology::linkOf(*dir)); it != drains_.end()) {
-    return fail(link + " is " + it->second.state + " already (" + it->second.incident + ")");
+    return refuse(error,
+                  link + " is " + it->second.state + " already (" + it->second.incident + ")");
   }
   analyzer::Incident named = *found;
   named.link = *dir;
   topology::DrainPlan plan;
   const drain::Decision d = decideLocked(named, report, pass_s_, &plan);
   if (d.mode == drain::Mode::kAdvise) {
-    return fail("the drain policy in " + d.scope + " is advise: netdiag does not act there");
+    return refuse(error,
+                  "the drain policy in " + d.scope + " is advise: netdiag does not act there");
   }
   // A person named the link: whether the evidence points at it, and when,
   // is theirs to judge; what the drain does to the fabric is not.
@@ -525,7 +527,7 @@ std::optional<uint64_t> DrainCoordinator::drainLink(const std::string& link,
     if (!c.ok && kSafety.count(c.name))
       failing += (failing.empty() ? "" : "; ") + c.name + ": " + c.detail;
   }
-  if (!failing.empty()) return fail("not drained, unsafe: " + failing);
+  if (!failing.empty()) return refuse(error, "not drained, unsafe: " + failing);
   auto nonce = issueLocked(named, plan, d, report.generated_at, by + " (named the link)", error);
   if (nonce) acted_.insert(incident_id);  // the policy drains nothing else for it
   return nonce;
@@ -584,17 +586,13 @@ void DrainCoordinator::restoreWhenCleanLocked(const Counters& counters) {
 
 std::optional<uint64_t> DrainCoordinator::undo(const std::string& link, const std::string& by,
                                                std::string* error, bool now) {
-  auto fail = [&](const std::string& what) -> std::optional<uint64_t> {
-    if (error) *error = what;
-    return std::nullopt;
-  };
   const auto d = topo_.findDirLink(link);
-  if (!d) return fail("no directed link \"" + link + "\" (write it as X:p->Y:q)");
+  if (!d) return refuse(error, "no directed link \"" + link + "\" (write it as X:p->Y:q)");
   std::lock_guard lk(mu_);
   auto it = drains_.find(Topology::linkOf(*d));
-  if (it == drains_.end()) return fail(link + " is not drained by netdiag");
-  if (it->second.state == "restoring") return fail(link + " is being restored already");
-  if (!outbox_) return fail("drain actions are off: start the analyzer with --drain-key");
+  if (it == drains_.end()) return refuse(error, link + " is not drained by netdiag");
+  if (it->second.state == "restoring") return refuse(error, link + " is being restored already");
+  if (!outbox_) return refuse(error, "drain actions are off: start the analyzer with --drain-key");
   Drain& drain = it->second;
   // A link out of service is restored once its counters say it is clean;
   // one whose drain failed or is unknown may carry traffic already.

@@ -164,8 +164,10 @@ class DrainCoordinator {
   drain::Context contextLocked(const analyzer::Report& report) const;
   drain::Situation situationLocked(const analyzer::Report& report, double pass_s,
                                    const std::string& scope) const;
+  // `context`: the drain context of `report` when the caller has it.
   drain::Decision decideLocked(const analyzer::Incident& incident, const analyzer::Report& report,
-                               double pass_s, topology::DrainPlan* plan_out) const;
+                               double pass_s, topology::DrainPlan* plan_out,
+                               const drain::Context* context = nullptr) const;
   std::optional<uint64_t> issueLocked(const analyzer::Incident& incident,
                                       const topology::DrainPlan& plan,
                                       const drain::Decision& decision, double now,
