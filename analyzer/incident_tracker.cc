@@ -148,6 +148,18 @@ void IncidentTracker::endPass(double now) {
   }
 }
 
+void IncidentTracker::holdLinks(std::set<topology::LinkId> links) {
+  held_ = std::move(links);
+  for (auto& [key, t] : tracked_) {
+    if (!t.open || !t.incident.mitigated_at || t.incident.link == topology::kNone ||
+        held_.count(topology::Topology::linkOf(t.incident.link))) {
+      continue;
+    }
+    t.incident.mitigated_at.reset();
+    notify(t.incident);
+  }
+}
+
 void IncidentTracker::mitigate(const std::string& id, double at) {
   for (auto& [key, t] : tracked_) {
     if (!t.open || t.incident.id != id || t.incident.mitigated_at) continue;

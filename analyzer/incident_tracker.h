@@ -94,8 +94,9 @@ class IncidentTracker {
 
   // Links taken out of service by netdiag's drain: an open incident on one
   // does not resolve while it stays out (no probe crosses it to say the
-  // fault is gone); it resolves as any other once the link is back.
-  void holdLinks(std::set<topology::LinkId> links) { held_ = std::move(links); }
+  // fault is gone); it resolves as any other once the link is back, and
+  // is no longer mitigated then (a fault still there pages again).
+  void holdLinks(std::set<topology::LinkId> links);
   // Marks the open incident `id` mitigated at `at` (once; notifies).
   void mitigate(const std::string& id, double at);
 

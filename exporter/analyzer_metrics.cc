@@ -102,8 +102,8 @@ struct AnalyzerMetrics::Impl {
 
   // Link faults and suspects (one series per open incident).
   // (candidate: the members of ambiguity groups)
-  GaugeSet link_fault, suspect_loss, suspect_confidence, candidate, host_unreachable,
-      miscabled_port;
+  GaugeSet link_fault, link_fault_mitigated, suspect_loss, suspect_confidence, candidate,
+      host_unreachable, miscabled_port;
   GaugeSet drain_safe, drain_width, drain_width_left, drain_info;
   // Degraded links: top N by excess loss over the background.
   GaugeSet degraded_loss, degraded_excess, degraded_probes;
@@ -171,6 +171,11 @@ struct AnalyzerMetrics::Impl {
             *registry, "netdiag_link_fault",
             "A localized link fault (open incident): 1 per incident, labeled with the "
             "directed link it names (device:interface -> neighbor_device:neighbor_interface)."),
+        link_fault_mitigated(
+            *registry, "netdiag_link_fault_mitigated",
+            "A localized link fault netdiag's drain mitigated (its link drained, the loss "
+            "gone): 1 per incident, labeled as netdiag_link_fault, which no longer counts it. "
+            "The incident stays open until the link is restored and clean."),
         suspect_loss(*registry, "netdiag_suspect_link_loss_ratio",
                      "Estimated loss ratio of a link named by an open incident, localized or not."),
         suspect_confidence(
@@ -500,7 +505,11 @@ struct AnalyzerMetrics::Impl {
       Labels with_incident = labels;
       with_incident["kind"] = analyzer::kindName(inc->kind);
       with_incident["incident"] = inc->id;
-      if (inc->localized_at && inc->isLinkFault()) link_fault.set(with_incident, 1);
+      // A mitigated fault no longer pages: the drain holds, and
+      // netdiag_drain_links_drained says so (NetdiagLinkDrained).
+      if (inc->localized_at && inc->isLinkFault()) {
+        (inc->mitigated_at ? link_fault_mitigated : link_fault).set(with_incident, 1);
+      }
       with_incident["state"] = inc->localized_at         ? "localized"
                                : inc->candidates.empty() ? "open"
                                                          : "ambiguous";
@@ -624,9 +633,9 @@ struct AnalyzerMetrics::Impl {
 
   void sweepAll() {
     for (GaugeSet* g :
-         {&link_fault, &candidate, &suspect_loss, &suspect_confidence, &host_unreachable,
-          &miscabled_port, &drain_safe, &drain_width, &drain_width_left, &drain_info,
-          &degraded_loss, &degraded_excess, &degraded_probes, &agent_rejected}) {
+         {&link_fault, &link_fault_mitigated, &candidate, &suspect_loss, &suspect_confidence,
+          &host_unreachable, &miscabled_port, &drain_safe, &drain_width, &drain_width_left,
+          &drain_info, &degraded_loss, &degraded_excess, &degraded_probes, &agent_rejected}) {
       g->sweep();
     }
   }

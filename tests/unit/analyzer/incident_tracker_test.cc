@@ -169,8 +169,9 @@ namespace netdiag::analyzer {
 namespace {
 
 // A link netdiag drained carries no probe, so silence there is not repair:
-// its incident stays open while held, is marked mitigated once, and
-// resolves as any other once the link is back.
+// its incident stays open while held, is marked mitigated once, and once
+// the link is back is mitigated no more (it would page again if the fault
+// were still there) and resolves as any other.
 TEST(IncidentTracker, AHeldLinksIncidentWaitsForItsLinkAndIsMitigatedOnce) {
   IncidentTracker tracker(60, 180, 30, 1e-5);
   const Key drained{Key::kLink, 2}, other{Key::kLink, 4};
@@ -194,14 +195,18 @@ TEST(IncidentTracker, AHeldLinksIncidentWaitsForItsLinkAndIsMitigatedOnce) {
   auto all = tracker.all();
   EXPECT_FALSE(all[0].resolved_at) << "held: not resolved for lack of loss";
   EXPECT_TRUE(all[1].resolved_at);
+  EXPECT_EQ(all[0].mitigated_at, 20.0);
+  changes.clear();
   tracker.holdLinks({});
+  ASSERT_EQ(changes.size(), 1u) << "the restore is a change of the incident";
+  EXPECT_FALSE(changes[0].mitigated_at);
   tracker.beginPass();
   tracker.endPass(150);
   EXPECT_FALSE(tracker.all()[0].resolved_at) << "the resolve clock starts when the hold ends";
   tracker.beginPass();
   tracker.endPass(161);
   EXPECT_TRUE(tracker.all()[0].resolved_at);
-  EXPECT_EQ(tracker.all()[0].mitigated_at, 20.0);
+  EXPECT_FALSE(tracker.all()[0].mitigated_at);
 }
 
 }  // namespace

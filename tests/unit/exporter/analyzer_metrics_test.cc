@@ -157,6 +157,34 @@ TEST_F(AnalyzerMetricsTest, DrainAdviceFollowsTheLinksDown) {
   EXPECT_EQ(value(s, "netdiag_link_drain_ecmp_width_remaining", bad), 0.0);
 }
 
+// A fault netdiag's drain mitigated stops paging: its netdiag_link_fault
+// series goes and netdiag_link_fault_mitigated takes its labels, while the
+// incident stays open (its link is out, no probe says it is repaired).
+TEST_F(AnalyzerMetricsTest, AMitigatedFaultMovesToTheMitigatedSeries) {
+  const topology::DirLinkId bad = fabric.dl("leaf1:swp3->spine1:swp1");
+  mesh.loss[bad] = 0.05;
+  run(0, 300);
+  auto s = parse(text());
+  auto faults = find(s, "netdiag_link_fault", kBadLink);
+  ASSERT_EQ(faults.size(), 1u) << text();
+  const std::string incident = faults[0].labels["incident"];
+  EXPECT_TRUE(find(s, "netdiag_link_fault_mitigated").empty());
+
+  analyzer::DrainState drains;
+  drains.out = {topology::Topology::linkOf(bad)};
+  drains.mitigated = {{incident, 300 + wall_offset}};
+  engine.setDrained(drains);
+  mesh.loss.clear();
+  run(300, 320);
+  s = parse(text());
+  EXPECT_TRUE(find(s, "netdiag_link_fault").empty()) << text();
+  auto mitigated = find(s, "netdiag_link_fault_mitigated", kBadLink);
+  ASSERT_EQ(mitigated.size(), 1u) << text();
+  EXPECT_EQ(mitigated[0].labels["incident"], incident);
+  EXPECT_EQ(mitigated[0].labels["kind"], "link_loss");
+  EXPECT_EQ(mitigated[0].value, 1);
+}
+
 TEST_F(AnalyzerMetricsTest, LocalizedLinkFaultHasItsLinkLabelsAndGoesAwayWhenResolved) {
   mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
   run(0, 300);
