@@ -1,10 +1,13 @@
 #include "actuator/frr_executor.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <fcntl.h>
+#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -43,6 +46,22 @@ std::vector<std::string> frrCommands(const v1::DrainAction& action, std::string_
     if (admin_down) c.insert(c.end(), {"interface " + ifn, "no shutdown", "exit"});
     c.insert(c.end(), {"router bgp", "no neighbor " + ifn + " shutdown", "exit"});
   }
+  return c;
+}
+
+std::vector<std::string> frrGracefulCommands(std::string_view ifname, bool on) {
+  const std::string ifn(ifname), in(kGracefulIn), out(kGracefulOut);
+  std::vector<std::string> c{"configure terminal"};
+  const std::string no = on ? "" : "no ";
+  if (on) {
+    c.insert(c.end(), {"route-map " + in + " permit 10", "set local-preference 0", "exit",
+                       "route-map " + out + " permit 10",
+                       "set community graceful-shutdown additive", "exit"});
+  }
+  c.insert(c.end(),
+           {"router bgp", "address-family ipv4 unicast",
+            no + "neighbor " + ifn + " route-map " + in + " in",
+            no + "neighbor " + ifn + " route-map " + out + " out", "exit-address-family", "exit"});
   return c;
 }
 
@@ -104,6 +123,51 @@ int runProcess(const std::vector<std::string>& argv, double timeout_s, std::stri
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+bool FrrExecutor::vtysh(const std::vector<std::string>& commands, std::string* detail,
+                        std::string* out) const {
+  std::vector<std::string> argv{options_.vtysh};
+  if (!options_.vty_socket.empty()) argv.insert(argv.end(), {"--vty_socket", options_.vty_socket});
+  for (const std::string& c : commands) argv.insert(argv.end(), {"-c", c});
+  std::string text;
+  const int status = runProcess(argv, options_.timeout_s, &text);
+  // vtysh reports a refused command as a line starting with '%' (and not
+  // always in its exit status).
+  std::string refused;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text[at] == '%' && refused.empty()) refused = text.substr(at, end - at);
+    at = end + 1;
+  }
+  if (status == 0 && refused.empty()) {
+    if (out) *out = std::move(text);
+    return true;
+  }
+  if (status < 0) {
+    *detail = text;
+  } else {
+    *detail = "vtysh exited " + std::to_string(status) + (refused.empty() ? "" : ": " + refused);
+  }
+  return false;
+}
+
+bool FrrExecutor::waitEstablished(std::string_view ifname) const {
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration<double>(std::max(options_.timeout_s, 30.0));
+  while (std::chrono::steady_clock::now() < end) {
+    std::string out, ignored;
+    if (vtysh({"show bgp neighbors " + std::string(ifname) + " json"}, &ignored, &out)) {
+      const auto j = nlohmann::json::parse(out, nullptr, false);
+      const auto it = j.is_object() ? j.find(std::string(ifname)) : j.end();
+      if (it != j.end() && it->is_object() && it->value("bgpState", "") == "Established") {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return false;
+}
+
 bool FrrExecutor::execute(const v1::DrainAction& action, std::string_view, std::string_view ifname,
                           std::string* detail) {
   // vtysh reads each -c as words: an interface name is one word of these.
@@ -115,29 +179,24 @@ bool FrrExecutor::execute(const v1::DrainAction& action, std::string_view, std::
     *detail = "not an interface name FRR can take: \"" + std::string(ifname.substr(0, 64)) + "\"";
     return false;
   }
-  std::vector<std::string> argv{options_.vtysh};
-  if (!options_.vty_socket.empty()) argv.insert(argv.end(), {"--vty_socket", options_.vty_socket});
-  for (const std::string& c : frrCommands(action, ifname, options_.admin_down)) {
-    argv.insert(argv.end(), {"-c", c});
+  const bool graceful = options_.graceful_s > 0;
+  const auto pause = std::chrono::duration<double>(options_.graceful_s);
+  if (action.op() == v1::DrainAction::DRAIN) {
+    if (graceful) {
+      if (!vtysh(frrGracefulCommands(ifname, true), detail)) return false;
+      std::this_thread::sleep_for(pause);  // traffic leaves while the link forwards
+    }
+    return vtysh(frrCommands(action, ifname, options_.admin_down), detail);
   }
-  std::string out;
-  const int status = runProcess(argv, options_.timeout_s, &out);
-  // vtysh reports a refused command as a line starting with '%' (and not
-  // always in its exit status).
-  std::string refused;
-  for (size_t at = 0; at < out.size();) {
-    size_t end = out.find('\n', at);
-    if (end == std::string::npos) end = out.size();
-    if (out[at] == '%' && refused.empty()) refused = out.substr(at, end - at);
-    at = end + 1;
-  }
-  if (status == 0 && refused.empty()) return true;
-  if (status < 0) {
-    *detail = out;
-  } else {
-    *detail = "vtysh exited " + std::to_string(status) + (refused.empty() ? "" : ": " + refused);
-  }
-  return false;
+  if (!vtysh(frrCommands(action, ifname, options_.admin_down), detail)) return false;
+  if (!graceful) return true;
+  // Back up still marked, so traffic returns only once the routes are in;
+  // a session that does not come up keeps no marks either.
+  const bool up = waitEstablished(ifname);
+  if (up) std::this_thread::sleep_for(pause);
+  if (!vtysh(frrGracefulCommands(ifname, false), detail)) return false;
+  if (!up) *detail = "the session was not Established within 30 s";
+  return true;
 }
 
 }  // namespace netdiag::actuator

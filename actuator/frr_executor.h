@@ -8,8 +8,14 @@
 // unnumbered fabrics (`neighbor swp1 interface ...`, RFC 7938 style).
 //
 // FRR 8.4 has graceful shutdown (RFC 8326) only for a whole instance or
-// VRF, not for one peer, so this is the session's shutdown; the peers
-// withdraw at once (docs/operations.md, "Drain actions on FRR").
+// VRF, not for one peer. With graceful_s set, the executor does it for the
+// one session with route-maps first: the routes it sends carry the
+// GRACEFUL_SHUTDOWN community (peers that honour it prefer other paths)
+// and those it receives get local preference 0, so traffic leaves the
+// link while it still forwards; the session is shut graceful_s later. A
+// restore brings the session back so marked and lifts the marks once it is
+// Established and graceful_s has passed (docs/operations.md, "Drain
+// actions on FRR").
 
 #include <string>
 #include <string_view>
@@ -24,7 +30,16 @@ struct FrrOptions {
   std::string vty_socket;  // vtysh --vty_socket DIR; empty: FRR's default
   double timeout_s = 10;   // one vtysh run at most
   bool admin_down = false;
+  double graceful_s = 0;  // RFC 8326 marks this long around the shutdown; 0: off
 };
+
+// The route-maps a gracefully drained session carries (made by the drain).
+inline constexpr const char* kGracefulIn = "NETDIAG-GSHUT-IN";
+inline constexpr const char* kGracefulOut = "NETDIAG-GSHUT-OUT";
+
+// The vtysh commands that set (`on`) or lift the graceful-shutdown marks
+// on the IPv4 unicast session of `ifname`.
+std::vector<std::string> frrGracefulCommands(std::string_view ifname, bool on);
 
 // The vtysh commands (each one -c) that carry out `action` on `ifname`.
 std::vector<std::string> frrCommands(const v1::DrainAction& action, std::string_view ifname,
@@ -38,6 +53,13 @@ class FrrExecutor final : public Executor {
                std::string* detail) override;
 
  private:
+  // Runs vtysh with `commands` (each one -c); false and *detail when it
+  // fails or refuses one. Its output in *out when given.
+  bool vtysh(const std::vector<std::string>& commands, std::string* detail,
+             std::string* out = nullptr) const;
+  // Waits up to timeout_s for the session of `ifname` to be Established.
+  bool waitEstablished(std::string_view ifname) const;
+
   FrrOptions options_;
 };
 

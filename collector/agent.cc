@@ -150,8 +150,8 @@ struct Agent::Impl {
     }
     std::unique_ptr<actuator::Executor> executor;
     if (cfg.drain_executor == "frr") {
-      executor = std::make_unique<actuator::FrrExecutor>(
-          actuator::FrrOptions{cfg.drain_vtysh, cfg.drain_vty_socket, 10, cfg.drain_admin_down});
+      executor = std::make_unique<actuator::FrrExecutor>(actuator::FrrOptions{
+          cfg.drain_vtysh, cfg.drain_vty_socket, 10, cfg.drain_admin_down, cfg.drain_graceful_s});
     } else if (cfg.drain_executor == "webhook") {
       executor = std::make_unique<actuator::WebhookExecutor>(
           actuator::WebhookOptions{cfg.drain_webhook_url, 10});

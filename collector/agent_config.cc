@@ -143,6 +143,10 @@ const std::vector<AgentConfigKey>& agentConfigKeys() {
        &AgentConfig::drain_vty_socket},
       {"drain_admin_down", "frr executor: also shut the interface, not only its BGP session",
        &AgentConfig::drain_admin_down},
+      {"drain_graceful_s",
+       "frr executor: seconds the session's routes are marked GRACEFUL_SHUTDOWN (RFC 8326) "
+       "before it is shut, and after it is back on a restore (0: shut at once; at most 30)",
+       &AgentConfig::drain_graceful_s},
       {"drain_webhook_url", "webhook executor: http(s)://HOST[:PORT]/PATH to POST actions to",
        &AgentConfig::drain_webhook_url},
   };
@@ -276,6 +280,9 @@ std::vector<std::string> validateAgentConfig(const AgentConfig& c) {
     if (c.drain_executor == "webhook") {
       const std::string bad = actuator::checkWebhookUrl(c.drain_webhook_url);
       if (!bad.empty()) errors.push_back("drain_webhook_url: " + bad);
+    }
+    if (!(c.drain_graceful_s >= 0 && c.drain_graceful_s <= 30)) {
+      errors.push_back("drain_graceful_s: must be 0 to 30 (seconds)");
     }
     if (!c.bus.empty()) {
       errors.push_back(

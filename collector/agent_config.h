@@ -48,6 +48,9 @@ struct AgentConfig {
   std::string drain_vtysh = "vtysh";
   std::string drain_vty_socket;   // vtysh --vty_socket; empty: FRR's default
   bool drain_admin_down = false;  // frr: also shut the interface
+  // frr: seconds of RFC 8326 graceful shutdown before the session is shut
+  // (and after it is back, on a restore); 0: shut at once.
+  double drain_graceful_s = 0;
   std::string drain_webhook_url;  // webhook: http(s)://HOST[:PORT]/PATH
 };
 

@@ -36,6 +36,9 @@
 #      restart acknowledged, the analyzer ingested at least what was
 #      acknowledged since the kill); the cables go back and the miscabling
 #      resolves;
+#   4b. leaf0's agent, served by a rogue analyzer (netdiag_rogue_analyzer),
+#      refuses and counts a forged, an unsigned, a stale, a foreign-port and
+#      a replayed drain action, and leaf0 keeps every route;
 #   5. SNMP only (issue 16), on the same fabric: the switches' agents and
 #      lldpd stop; each switch runs snmpd with lldpd as its AgentX subagent
 #      (lib/snmp.sh), and `netdiag poll snmp` in nd-mgmt polls them every
@@ -231,8 +234,11 @@ other_leaf_prefix() { local h a; h=$(fabric_hosts | while read -r x; do p=$(fabr
 PREFIX=$(other_leaf_prefix)
 session=$(fabric_vtysh "$LOSS_NODE" "show bgp neighbors $LOSS_PORT" 2>&1 | grep -m1 -o 'BGP state = [A-Za-z]*' || true)
 paths=$(fabric_paths "$LOSS_NODE" "$PREFIX")
-e2e_result "drain on the switch" "$LOSS_NODE's BGP session on $LOSS_PORT is down and it routes $PREFIX over 1 path (was 2)" \
-  "${session:-no session state}, $paths path(s)" "$([[ $session == "BGP state = Idle" && $paths == 1 ]]; echo $?)"
+# The graceful-shutdown marks (drain_graceful_s) stay on the session.
+gshut_marks() { fabric_vtysh "$1" "show running-config" 2>&1 | grep -c "neighbor $2 route-map NETDIAG-GSHUT-" || true; }
+marks=$(gshut_marks "$LOSS_NODE" "$LOSS_PORT")
+e2e_result "drain on the switch" "$LOSS_NODE's BGP session on $LOSS_PORT is down after its graceful-shutdown marks (2 route-maps) and it routes $PREFIX over 1 path (was 2)" \
+  "${session:-no session state}, $marks mark(s), $paths path(s)" "$([[ $session == "BGP state = Idle" && $marks == 2 && $paths == 1 ]]; echo $?)"
 # The hosts' probe loss over the next 5 windows, from their agents' counters.
 probe_totals() { local s=0 l=0 n v; for n in $(fabric_hosts); do v=$(agent_metric "$n" netdiag_agent_probes_sent_total); [[ $v =~ ^[0-9]+$ ]] && s=$((s + v)); v=$(agent_metric "$n" netdiag_agent_probes_lost_total); [[ $v =~ ^[0-9]+$ ]] && l=$((l + v)); done; echo "$s $l"; }
 sleep "$WINDOW"  # probes of the window the drain fell in are settled
@@ -281,8 +287,10 @@ restored=1; [[ $left == '{}' ]] && fabric_wait_ecmp 60 >/dev/null && restored=0
 waited=$(api /api/v1/drain | jq -r --arg a "$LOSS_LINK" --arg b "$LOSS_REV" \
   '[.events[]? | select(.link == $a or .link == $b) | .event] | reverse | map(select(. == "restore_requested" or . == "restoring")) | join(",")')
 ((restored == 0)) && [[ $waited == restore_requested,restoring* ]] || restored=1
-e2e_result "drain undone" "netdiag drain undo: once the counters are clean (restore_requested, then restoring) the session comes back and every leaf has its ECMP width again" \
-  "$undo; audit: ${waited:-none}; $(if [[ $left == '{}' ]]; then echo "restored after $((SECONDS - t)) s"; else echo "still: ${left}"; fi)" "$restored"
+marks=$(gshut_marks "$LOSS_NODE" "$LOSS_PORT")
+[[ $marks == 0 ]] || restored=1
+e2e_result "drain undone" "netdiag drain undo: once the counters are clean (restore_requested, then restoring) the session comes back, its graceful-shutdown marks lifted, and every leaf has its ECMP width again" \
+  "$undo; audit: ${waited:-none}; marks left: $marks; $(if [[ $left == '{}' ]]; then echo "restored after $((SECONDS - t)) s"; else echo "still: ${left}"; fi)" "$restored"
 # Its resolution is checked after scenarios 2 and 3, which run on other
 # leaves meanwhile: the engine weighs evidence over a horizon (180 s by
 # default, no flag), so a link_loss resolves about horizon + resolve-after
@@ -544,6 +552,54 @@ while ((SECONDS - t < RESOLVE_AFTER + 60)); do
 done
 e2e_result "miscabling resolved" "no open miscabling once the cables are back" \
   "open: $open after $((SECONDS - t)) s" "$([[ $open == 0 ]]; echo $?)"
+
+# --- 4b. hostile drain actions: refused and counted -------------------------------
+
+# leaf0's agent, restarted against a rogue analyzer (netdiag_rogue_analyzer,
+# test-only) that speaks the agent protocol and holds the real drain key,
+# gets on its first ack: a drain of its own port signed with another key,
+# one unsigned, one expired a minute ago, one for spine0's port, and a
+# restore of its own (up) session followed by its replay. The agent
+# carries out the restore only (a no-op on an up session), refuses and
+# counts the rest by reason, and leaf0 keeps every route.
+ROGUE=${NETDIAG_ROGUE_ANALYZER:-$(dirname "$NETDIAG")/../tests/e2e/netdiag_rogue_analyzer}
+ROGUE_PORT=7602
+HOSTILE_WANT="foreign=refused:not_own_port forged=refused:bad_mac replayed=refused:replayed stale=refused:expired unsigned=refused:bad_mac valid=done:"
+if [[ -x $ROGUE ]]; then
+  snmp_kill_pidfiles "$FABRIC_RUN/agent-leaf0.pid"
+  in_mgmt "$ROGUE" --listen "$MGMT:$ROGUE_PORT" --agent leaf0 --key "$DRAIN_KEY" --own leaf0:swp3 \
+    --foreign spine0:swp1 --monitored leaf0:swp3,leaf0:swp4 >"$FABRIC_RUN/rogue.out" 2>"$FABRIC_RUN/rogue.log" &
+  rogue_pid=$!
+  uplink=("${AGENT_UPLINK[@]}")
+  AGENT_UPLINK=(--analyzer "$MGMT:$ROGUE_PORT")
+  start_agent leaf0
+  AGENT_UPLINK=("${uplink[@]}")
+  t=$SECONDS
+  while ((SECONDS - t < 60)) && kill -0 "$rogue_pid" 2>/dev/null; do sleep 1; done
+  kill "$rogue_pid" 2>/dev/null; wait "$rogue_pid" 2>/dev/null
+  hostile=$(awk '$1 == "result" { print $2 "=" $3 ":" $4 }' "$FABRIC_RUN/rogue.out" | sort | tr '\n' ' ')
+  # The agent's own count, by result and reason (it started at 0).
+  counted=""
+  t=$SECONDS
+  while ((SECONDS - t < 15)); do
+    counted=$(fabric_exec leaf0 curl -sf --max-time 3 "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+      awk 'index($1, "netdiag_agent_drain_actions_total{") == 1 && $2 + 0 > 0 &&
+           match($1, /reason="[^"]*"/) { r = substr($1, RSTART + 8, RLENGTH - 9);
+           match($1, /result="[^"]*"/); print substr($1, RSTART + 8, RLENGTH - 9) ":" r "=" $2 + 0 }' |
+      sort | tr '\n' ' ')
+    [[ $counted == *refused:bad_mac=2* ]] && break
+    sleep 1
+  done
+  routes="ECMP complete"
+  fabric_wait_ecmp 20 >/dev/null 2>&1 || routes=$(_fabric_ecmp_mismatch)
+  snmp_kill_pidfiles "$FABRIC_RUN/agent-leaf0.pid"
+  start_agent leaf0
+  e2e_result "hostile actions refused" "leaf0's agent refuses a forged, an unsigned, a stale, a foreign-port and a replayed action and counts each by reason; it does the one valid restore; every route stays" \
+    "results: ${hostile:-none}; counted: ${counted:-nothing}; $routes" \
+    "$([[ "$hostile" == "$HOSTILE_WANT " && $counted == "done:=1 refused:bad_mac=2 refused:expired=1 refused:not_own_port=1 refused:replayed=1 " && $routes == "ECMP complete" ]]; echo $?)"
+else
+  e2e_result "hostile actions refused" "the rogue analyzer to send them ($ROGUE)" "not built" 1
+fi
 
 # --- 5. SNMP only: the switches run no netdiag agent, only snmpd ----------------
 

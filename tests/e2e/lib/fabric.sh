@@ -273,7 +273,15 @@ EOF
       echo "  network ${FAB_ADDR[$n:$p]}/31"
     done
     echo "  maximum-paths 8"
+    echo "  neighbor FABRIC route-map FABRIC-IN in"
     echo " exit-address-family"
+    # RFC 8326: routes marked GRACEFUL_SHUTDOWN (a netdiag drain with
+    # drain_graceful_s) are least preferred, so traffic leaves them first.
+    echo "bgp community-list standard GSHUT seq 5 permit graceful-shutdown"
+    echo "route-map FABRIC-IN permit 10"
+    echo " match community GSHUT"
+    echo " set local-preference 0"
+    echo "route-map FABRIC-IN permit 20"
   } >"$d/bgpd.conf"
   chown -R frr:frr "$d"
 }

@@ -35,11 +35,13 @@ start_analyzer() {
 }
 
 # With DRAIN_KEY set, switch agents carry out the analyzer's drain actions
-# on their FRR (the BGP session of the port).
+# on their FRR (the BGP session of the port, after 2 s of RFC 8326
+# graceful shutdown: the fabric's sessions honour GRACEFUL_SHUTDOWN).
 start_agent() {  # node
   local n=$1 drain=()
   if [[ -n ${DRAIN_KEY:-} && ${FAB_ROLE[$n]} != host ]]; then
-    drain=(--drain-executor frr --drain-vty-socket "$(fabric_frr_dir "$n")" --drain-key-file "$DRAIN_KEY")
+    drain=(--drain-executor frr --drain-vty-socket "$(fabric_frr_dir "$n")" --drain-key-file "$DRAIN_KEY"
+      --drain-graceful-s 2)
   fi
   ip netns exec "$(fabric_ns "$n")" "$NETDIAG" agent --node "$n" "${AGENT_UPLINK[@]}" "${drain[@]}" \
     --spool-dir "$FABRIC_RUN/spool-$n" --metrics-address "127.0.0.1:$AGENT_METRICS_PORT" \

@@ -60,7 +60,7 @@ TEST_F(Executors, FrrRunsVtyshWithEveryCommandAndReadsItsRefusals) {
   const std::string args = (dir_ / "args").string();
   const std::string ok =
       script("vtysh-ok", "for a in \"$@\"; do echo \"$a\" >> " + args + "; done\n");
-  FrrExecutor exec(FrrOptions{ok, "/run/frr/leaf0", 10, false});
+  FrrExecutor exec(FrrOptions{ok, "/run/frr/leaf0", 10, false, 0});
   std::string detail;
   EXPECT_TRUE(exec.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3", &detail))
       << detail;
@@ -85,20 +85,70 @@ TEST_F(Executors, FrrRunsVtyshWithEveryCommandAndReadsItsRefusals) {
                             &detail));
   EXPECT_NE(detail.find("not an interface name"), std::string::npos) << detail;
 
-  FrrExecutor failing(FrrOptions{script("vtysh-fail", "exit 3\n"), "", 10, false});
+  FrrExecutor failing(FrrOptions{script("vtysh-fail", "exit 3\n"), "", 10, false, 0});
   EXPECT_FALSE(
       failing.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3", &detail));
   EXPECT_NE(detail.find("exited 3"), std::string::npos) << detail;
 
-  FrrExecutor missing(FrrOptions{(dir_ / "no-vtysh").string(), "", 10, false});
+  FrrExecutor missing(FrrOptions{(dir_ / "no-vtysh").string(), "", 10, false, 0});
   EXPECT_FALSE(
       missing.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3", &detail));
   EXPECT_NE(detail.find("cannot run"), std::string::npos) << detail;
 
-  FrrExecutor hanging(FrrOptions{script("vtysh-hang", "exec sleep 60\n"), "", 0.3, false});
+  FrrExecutor hanging(FrrOptions{script("vtysh-hang", "exec sleep 60\n"), "", 0.3, false, 0});
   EXPECT_FALSE(
       hanging.execute(signedAction("leaf0", "leaf0:swp3", 1, 1), "leaf0", "swp3", &detail));
   EXPECT_NE(detail.find("did not finish"), std::string::npos) << detail;
+}
+
+// Graceful (RFC 8326): a drain marks the session's routes first and shuts
+// it after graceful_s; a restore opens it still marked, waits until it is
+// Established, and lifts the marks graceful_s later.
+TEST_F(Executors, AGracefulDrainMarksTheRoutesBeforeItShutsTheSession) {
+  EXPECT_EQ(frrGracefulCommands("swp3", true),
+            (std::vector<std::string>{
+                "configure terminal", "route-map NETDIAG-GSHUT-IN permit 10",
+                "set local-preference 0", "exit", "route-map NETDIAG-GSHUT-OUT permit 10",
+                "set community graceful-shutdown additive", "exit", "router bgp",
+                "address-family ipv4 unicast", "neighbor swp3 route-map NETDIAG-GSHUT-IN in",
+                "neighbor swp3 route-map NETDIAG-GSHUT-OUT out", "exit-address-family", "exit"}));
+  EXPECT_EQ(frrGracefulCommands("swp3", false)[3],
+            "no neighbor swp3 route-map NETDIAG-GSHUT-IN in");
+
+  // Each run logged as one line of its -c commands; `show bgp neighbors`
+  // answers Established from the second time it is asked.
+  const std::string runs = (dir_ / "runs").string(), asked = (dir_ / "asked").string();
+  const std::string vtysh =
+      script("vtysh-graceful",
+             "line=''; for a in \"$@\"; do [ \"$a\" = -c ] || line=\"$line|$a\"; done\n"
+             "echo \"$line\" >> " +
+                 runs +
+                 "\n"
+                 "case \"$line\" in *'show bgp neighbors'*)\n"
+                 "  echo x >> " +
+                 asked +
+                 "\n"
+                 "  if [ $(wc -l < " +
+                 asked +
+                 ") -ge 2 ]; then s=Established; else s=Connect; fi\n"
+                 "  echo \"{\\\"swp3\\\":{\\\"bgpState\\\":\\\"$s\\\"}}\";;\n"
+                 "esac\n");
+  FrrExecutor exec(FrrOptions{vtysh, "", 10, false, 0.05});
+  std::string detail;
+  v1::DrainAction a = signedAction("leaf0", "leaf0:swp3", 1, 1);
+  ASSERT_TRUE(exec.execute(a, "leaf0", "swp3", &detail)) << detail;
+  a.set_op(v1::DrainAction::RESTORE);
+  ASSERT_TRUE(exec.execute(a, "leaf0", "swp3", &detail)) << detail;
+  std::ifstream in(runs);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_NE(lines[0].find("|neighbor swp3 route-map NETDIAG-GSHUT-OUT out"), std::string::npos);
+  EXPECT_NE(lines[1].find("|neighbor swp3 shutdown message"), std::string::npos);
+  EXPECT_NE(lines[2].find("|no neighbor swp3 shutdown"), std::string::npos);
+  EXPECT_NE(lines[3].find("show bgp neighbors swp3 json"), std::string::npos);
+  EXPECT_NE(lines[4].find("show bgp neighbors swp3 json"), std::string::npos) << "asked again";
+  EXPECT_NE(lines[5].find("|no neighbor swp3 route-map NETDIAG-GSHUT-OUT out"), std::string::npos);
 }
 
 TEST_F(Executors, WebhookPostsTheActionAndNeedsA2xx) {
