@@ -272,7 +272,7 @@ void DrainCoordinator::followLocked(double now) {
       if (s == "done") {
         d.state = "drained";
         d.done_at = now;
-      } else if (s == "failed" || s == "refused" || s == "expired" || s.empty()) {
+      } else if (answered(s)) {
         d.state = "failed";
         d.detail = "drain " + (s.empty() ? std::string("lost") : s) +
                    (detail.empty() ? "" : ": " + detail);
@@ -282,7 +282,7 @@ void DrainCoordinator::followLocked(double now) {
       if (answered(s)) changeEnds(d, now);
       if (s == "done") {
         d.state = "restored";
-      } else if (s == "failed" || s == "refused" || s == "expired" || s.empty()) {
+      } else if (answered(s)) {
         d.state = "drained";
         d.detail = "restore " + (s.empty() ? std::string("lost") : s) +
                    (detail.empty() ? "" : ": " + detail);
