@@ -654,13 +654,19 @@ void Explainer::explainBy(DirLinkId d, std::optional<double> x, bool doubt_cache
   }
 }
 
+// A carrier change resets the sessions and routes of the switches at both
+// ends, so flows through either switch may lose probes meanwhile. Not
+// netdiag's drain or restore: it moves one session, and only the flows
+// hashed onto that link lose probes while their routes move (the explainBy
+// of run()); explaining every loss through its switches hid a fault beside
+// the drained link, and took away the flows that told it apart.
 void Explainer::explainConvergence(LinkId l) {
-  if (!ev_.changedRecently(l)) return;
+  if (ev_.carrierChanges(l) < 1) return;
   // Only the few segments near the change: a spine has many links.
   std::vector<char> touched(segs_.size(), 0);
   std::vector<uint32_t> near_change;
   for (uint32_t i = 0; i < segs_.size(); ++i) {
-    if (!ev_.transientAt(l, segs_[i].t, ev_.bucketWidth())) continue;
+    if (!ev_.carrierTransientAt(l, segs_[i].t, ev_.bucketWidth())) continue;
     touched[i] = 1;
     near_change.push_back(i);
   }

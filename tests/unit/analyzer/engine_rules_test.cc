@@ -385,10 +385,11 @@ TEST(EngineRules, LossThroughASwitchWhileItReconvergesIsTheCarrierChangesNotALin
 }
 
 // netdiag's own drain or restore of a link reroutes like a carrier change,
-// with no carrier change: probes lost on the link and beside it while the
-// switches reconverge are the change's (CI's e2e saw a restore page the
-// restored link and the policy drain it again). The same loss with no
-// change pages, and a loss that begins after the change is found.
+// with no carrier change: probes lost on flows that crossed the link (or,
+// their remembered paths stale, may have) while the switches reconverge
+// are the change's (CI's e2e saw a restore page the restored link and the
+// policy drain it again). The same loss with no change pages, and a loss
+// that begins after the change is found.
 TEST(EngineRules, LossWhileNetdiagDrainsOrRestoresALinkIsTheChangesNotAFaults) {
   auto run = [](bool drained, double fault_from) {
     Fabric f;
@@ -425,6 +426,171 @@ TEST(EngineRules, LossWhileNetdiagDrainsOrRestoresALinkIsTheChangesNotAFaults) {
     EXPECT_LT(*i.localized_at, 170) << "the change hid the new loss for the whole horizon";
   }
   EXPECT_TRUE(found) << after_report;
+}
+
+// A drain of the wrong link, beside a fault already paged (CI's e2e: a
+// person drained leaf2's other uplink for the incident on leaf2:swp3): the
+// drain's reroute explains the loss of flows that crossed the drained link,
+// not the fault's beside it, which stays one incident, localized and open,
+// while it lasts. Also on flows whose paths are partly unknown.
+TEST(EngineRules, ADrainBesideAPagedFaultNeitherHidesNorResolvesIt) {
+  for (bool all_paths : {true, false}) {
+    SCOPED_TRACE(all_paths ? "every path known" : "half the paths unknown");
+    Fabric f;
+    Script s(f);
+    if (!all_paths) {
+      s.mesh.path_known = [](PortId src, PortId dst, size_t) { return (src + dst) % 2 == 0; };
+    }
+    const DirLinkId lossy = f.dl("leaf2:swp3->spine1:swp2");
+    const DirLinkId wrong = f.dl("leaf2:swp4->spine2:swp2");
+    const topology::LinkId wrong_link = Topology::linkOf(wrong);
+    EngineConfig config;
+    config.resolve_after_s = 20;
+    // When the fault pages with no drain at all.
+    s.at = [&](double t, Mesh& m) {
+      m.loss = t > 100 ? std::map<DirLinkId, double>{{lossy, 0.03}} : std::map<DirLinkId, double>{};
+    };
+    double paged = INFINITY;
+    for (const Incident& i : localized(runEngine(f.t, s.build(300), config))) {
+      if (i.link == lossy) paged = std::min(paged, *i.localized_at);
+    }
+    ASSERT_LT(paged, 200);
+    const double drain_from = paged + 2, drain_to = paged + 6;
+    Fabric g;
+    Script d(g);
+    d.mesh.path_known = s.mesh.path_known;
+    d.at = [&](double t, Mesh& m) {
+      m.loss.clear();
+      m.down.clear();
+      if (t > 100) m.loss[lossy] = 0.03;
+      if (t > drain_from && t <= drain_to + 5)
+        m.loss[wrong] = m.loss[wrong ^ 1] = 0.5;  // rerouting
+      if (t > drain_to + 5) m.down = {wrong, wrong ^ 1};
+    };
+    std::vector<Record> records = d.build(300);
+    Engine engine(g.t, config);
+    DrainState state;
+    state.changes[wrong_link] = {{drain_from, drain_to}};
+    engine.setDrained(state);
+    for (const Record& r : records) {
+      if (timeOf(r) > drain_to && !state.out.contains(wrong_link)) {
+        state.out.insert(wrong_link);
+        engine.setDrained(state);
+      }
+      feed(engine, {r});
+    }
+    engine.finish();
+    const Report r = engine.report();
+    std::vector<Incident> on_lossy;
+    for (const Incident& i : r.incidents) {
+      if (i.link == lossy) on_lossy.push_back(i);
+    }
+    ASSERT_EQ(on_lossy.size(), 1u) << describe(g.t, r);
+    EXPECT_TRUE(on_lossy[0].localized_at) << describe(g.t, r);
+    EXPECT_FALSE(on_lossy[0].resolved_at)
+        << "resolved while its loss went on: " << describe(g.t, r);
+  }
+}
+
+// A fault that begins as netdiag drains the link beside it (a wrong drain,
+// or one for a fault that moved): the drain's reroute is explained on the
+// flows that crossed the drained link only, so the fault beside it pages
+// as soon as it would have with no drain. Explaining every loss through
+// the drained link's switches hid it for the whole transient.
+TEST(EngineRules, AFaultBesideADrainIsFoundAsSoonAsWithoutTheDrain) {
+  // Paths in every record; discovered in the first 30 s, then remembered
+  // (agents trace a flow now and then); never known for half the flows.
+  for (const char* paths : {"every record", "remembered", "half unknown"}) {
+    SCOPED_TRACE(paths);
+    const DirLinkId none = kNone;
+    auto paged = [&](bool drain) {
+      Fabric f(3);  // leaf2 keeps two uplinks while one is drained
+      Script s(f);
+      if (paths[0] == 'h') {
+        s.mesh.path_known = [](PortId src, PortId dst, size_t) { return (src + dst) % 2 == 0; };
+      }
+      const DirLinkId lossy = f.dl("leaf2:swp3->spine1:swp2");
+      const DirLinkId drained = drain ? f.dl("leaf2:swp4->spine2:swp2") : none;
+      s.at = [&](double t, Mesh& m) {
+        m.loss.clear();
+        m.down.clear();
+        if (paths[0] == 'r' && t > 30) m.path_known = [](PortId, PortId, size_t) { return false; };
+        if (t > 100) m.loss[lossy] = 0.03;
+        if (drained == kNone) return;
+        if (t > 100 && t <= 105) m.loss[drained] = m.loss[drained ^ 1] = 0.5;  // rerouting
+        if (t > 105) m.down = {drained, drained ^ 1};
+      };
+      Engine engine(f.t, {});
+      DrainState state;
+      if (drain) state.changes[Topology::linkOf(drained)] = {{100, 104}};
+      engine.setDrained(state);
+      for (const Record& r : s.build(300)) {
+        if (drain && timeOf(r) > 104 && state.out.empty()) {
+          state.out.insert(Topology::linkOf(drained));
+          engine.setDrained(state);
+        }
+        feed(engine, {r});
+      }
+      engine.finish();
+      const Report r = engine.report();
+      double at = INFINITY;
+      for (const Incident& i : linkIncidents(r)) {
+        EXPECT_EQ(i.link, lossy) << describe(f.t, r);
+        if (i.link == lossy) at = std::min(at, *i.localized_at);
+      }
+      return at;
+    };
+    const double alone = paged(false);
+    ASSERT_LT(alone, 200);
+    EXPECT_LE(paged(true), alone + 10) << "the drain beside it hid the fault";
+  }
+}
+
+// A restore at another leaf and spine just as a fault begins (CI's e2e,
+// a 3-leaf fabric: leaf1's uplink restored as leaf2's uplink to spine0
+// began losing 3 %): the restore explains the loss of flows that crossed
+// the restored link, not every loss through its switches. Discounting
+// those removed the flows that told the fault apart from the one other
+// link its remaining lossy flows crossed, which paged as a blackhole.
+TEST(EngineRules, ARestoreAsAFaultBeginsElsewherePagesNoOtherLink) {
+  for (bool all_paths : {true, false}) {
+    SCOPED_TRACE(all_paths ? "every path known" : "half the paths unknown");
+    Fabric f(2, 3, 2);
+    Script s(f);
+    if (!all_paths) {
+      s.mesh.path_known = [](PortId src, PortId dst, size_t) { return (src + dst) % 2 == 0; };
+    }
+    const DirLinkId lossy = f.dl("leaf3:swp3->spine1:swp3");
+    const DirLinkId restored = f.dl("leaf2:swp4->spine2:swp2");
+    s.at = [&](double t, Mesh& m) {
+      m.loss.clear();
+      m.down.clear();
+      if (t <= 95) m.down = {restored, restored ^ 1};
+      if (t > 95 && t <= 105) m.loss[restored] = m.loss[restored ^ 1] = 0.5;  // rerouting
+      if (t > 100) m.loss[lossy] = 0.03;
+    };
+    std::vector<Record> records = s.build(300);
+    Engine engine(f.t, {});
+    DrainState state;
+    state.out = {Topology::linkOf(restored)};
+    state.changes[Topology::linkOf(restored)] = {{70, 75}, {95, 100}};
+    engine.setDrained(state);
+    for (const Record& r : records) {
+      if (timeOf(r) > 100 && !state.out.empty()) {
+        state.out.clear();
+        engine.setDrained(state);
+      }
+      feed(engine, {r});
+    }
+    engine.finish();
+    const Report r = engine.report();
+    bool found = false;
+    for (const Incident& i : linkIncidents(r)) {
+      EXPECT_EQ(i.link, lossy) << describe(f.t, r);
+      found = found || i.link == lossy;
+    }
+    EXPECT_TRUE(found) << describe(f.t, r);
+  }
 }
 
 // A carrier change explains the loss of the windows it touched, not every
