@@ -110,7 +110,7 @@ struct Engine::Impl {
       Finding f = lossFinding(h);
       if (paged) {
         f.recovering = recentlyBelow(evidence, h.key, paged->loss, paged->since, h.background);
-      } else if (const auto opened = incidents.pendingSince(h.key); opened && f.mayPage()) {
+      } else if (const auto opened = incidents.pendingSince(h.key, now); opened && f.mayPage()) {
         // The buckets after the one it opened in: loss that stopped there
         // (a start-up burst) is over, however strong the horizon holds it.
         // But a fault that began later on the same link (its rate's stretch

@@ -75,7 +75,7 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
     // a fault still on at its true rate must not reject the floor. (Not
     // for longer: a fault that ended dilutes the newest stretch, and a
     // falling floor would hold off its recovery.)
-    if (inc.localized_at && now - *inc.localized_at <= settle_s_) {
+    if (t.pagedBy(now) && now - *inc.localized_at <= settle_s_) {
       t.paged_loss = std::min(t.paged_loss, pagedFloor(inc));
     }
   }
@@ -95,7 +95,7 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
     inc.localized_at = now;
     t.paged_loss = pagedFloor(inc);
     changed = true;
-  } else if (t.replaying && localize) {
+  } else if (t.replaying && now >= *inc.localized_at) {
     t.paged_loss = pagedFloor(inc);  // what the first run paged at, on the same evidence
     t.replaying = false;
   }
@@ -105,7 +105,7 @@ bool IncidentTracker::observe(const Key& key, const Finding& f, double now) {
 
 std::optional<IncidentTracker::Paged> IncidentTracker::pagedLoss(const Key& key, double now) const {
   auto it = tracked_.find(key);
-  if (it == tracked_.end() || !it->second.incident.localized_at) return std::nullopt;
+  if (it == tracked_.end() || !it->second.pagedBy(now)) return std::nullopt;
   const Tracked& t = it->second;
   if (!t.open && !(t.incident.resolved_at && now - *t.incident.resolved_at < horizon_s_)) {
     return std::nullopt;
@@ -115,9 +115,10 @@ std::optional<IncidentTracker::Paged> IncidentTracker::pagedLoss(const Key& key,
   return Paged{t.paged_loss, *t.incident.localized_at};
 }
 
-std::optional<double> IncidentTracker::pendingSince(const Key& key) const {
+std::optional<double> IncidentTracker::pendingSince(const Key& key, double now) const {
   auto it = tracked_.find(key);
-  if (it == tracked_.end() || !it->second.open || it->second.incident.localized_at) {
+  if (it == tracked_.end() || !it->second.open || !it->second.openBy(now) ||
+      it->second.pagedBy(now)) {
     return std::nullopt;
   }
   return it->second.incident.opened_at;

@@ -85,7 +85,7 @@ class IncidentTracker {
   };
   std::optional<Paged> pagedLoss(const Key& key, double now) const;
   // When the incident of `key` opened, while it is open and has not paged.
-  std::optional<double> pendingSince(const Key& key) const;
+  std::optional<double> pendingSince(const Key& key, double now) const;
   // Resolves incidents not observed for resolve_after_s. An open incident
   // that never paged and has no finding this pass states at most
   // faded_confidence from then on: what it claimed when last seen is not
@@ -131,9 +131,15 @@ class IncidentTracker {
     // its resolve clock starts at the first pass after the restart, not at
     // its last bad pass before it (a restart is not a repair).
     bool restored = false;
-    // Restored with its evidence replayed: paged_loss is taken again at the
-    // first pass that would localize it.
+    // Restored with its evidence replayed: until the replay is past the
+    // pass it opened in, or the one it paged in, it has not (what the
+    // engine asks of it before a pass's findings is what the first run
+    // asked then), and paged_loss is taken again in the pass it paged in.
     bool replaying = false;
+    bool openBy(double now) const { return !(replaying && now <= incident.opened_at); }
+    bool pagedBy(double now) const {
+      return incident.localized_at && !(replaying && now <= *incident.localized_at);
+    }
   };
   Tracked& track(const Key& key, double now);
   std::set<topology::LinkId> held_;
