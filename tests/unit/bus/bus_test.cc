@@ -711,8 +711,16 @@ faults:
         << (d == a.get() ? "a " : "b ") << incidents(*d).dump(1);
   }
   EXPECT_EQ(a->analyzer().counters().probes, probes);
+  // What each took: the same, and none of it too late (the agents send in
+  // time order, second by second).
+  auto took = [](Daemon& d) {
+    const auto c = d.analyzer().counters();
+    return "batches " + std::to_string(c.batches) + ", probes " + std::to_string(c.probes) +
+           ", late " + std::to_string(c.late) + ", too_late " + std::to_string(c.too_late);
+  };
+  EXPECT_EQ(a->analyzer().counters().too_late, 0u) << took(*a);
   EXPECT_TRUE(waitFor([&] { return agree(incidents(*a), incidents(*b), &why); }))
-      << why << "\n"
+      << why << "\na: " << took(*a) << "\nb: " << took(*b) << "\n"
       << incidents(*a).dump(1) << "\n"
       << incidents(*b).dump(1);
   a.reset();
