@@ -43,6 +43,7 @@ struct Engine::Impl {
   IngestStats stats;
   FabricEvidence evidence;
   IncidentTracker incidents;
+  HostLossClock host_loss;
   double newest = -INFINITY;
   double next_pass = -INFINITY;
   const double page_bar;  // pagingBarNats(cfg)
@@ -55,6 +56,9 @@ struct Engine::Impl {
                   // The most a hypothesis the explanation did not accept
                   // (below the bar to open) could state.
                   withNoFault(1.0, openLlr(t), pagingBarNats(c), c.page_confidence)),
+        // An episode goes on through as long a stretch without affirmed
+        // loss as an incident stays open through.
+        host_loss(c.resolve_after_s),
         page_bar(pagingBarNats(c)) {}
 
   // Passes run at boundaries B = k * pass_interval_s of telemetry time, each
@@ -100,8 +104,10 @@ struct Engine::Impl {
     evidence.advanceTo(now);
     incidents.beginPass();
     const ExplainConfig explain{
-        cfg.min_loss, static_cast<size_t>(std::llround(cfg.short_horizon_s / cfg.bucket_s))};
+        cfg.min_loss, static_cast<size_t>(std::llround(cfg.short_horizon_s / cfg.bucket_s)),
+        cfg.busy_host_max_s, &host_loss};
     for (const Hypothesis& h : explainLosses(evidence, explain)) {
+      timeHostLoss(h, now);
       // Host-side loss explains its flows' losses away from the links they
       // crossed (explain.h); it is not an incident.
       if (h.key.kind == Key::kHostSide) continue;
@@ -130,6 +136,20 @@ struct Engine::Impl {
     counterFindings(now);
     miscablingFindings(now);
     incidents.endPass(now);
+    host_loss.endPass(now);
+  }
+
+  // A host's flows lose now (its access link's hypothesis, or its own
+  // host-side one, affirmed by the short horizon): the busy-host clock runs.
+  void timeHostLoss(const Hypothesis& h, double now) {
+    if (!lossNow(h.evidence)) return;
+    if (h.key.kind == Key::kHostSide) {
+      host_loss.lossy(h.key.id, now);
+    } else if (h.key.kind == Key::kLink) {
+      for (NodeId n : {topo.dirSrcNode(h.key.id), topo.dirDstNode(h.key.id)}) {
+        if (topo.node(n).isHost()) host_loss.lossy(n, now);
+      }
+    }
   }
 
   // An access link hypothesis is weighed, from the next pass on, on its
@@ -166,6 +186,15 @@ struct Engine::Impl {
     if (!f.candidates.empty()) {
       ev.summary = "one of " + std::to_string(f.candidates.size() + 1) + ": " + ev.summary +
                    "; not told apart from " + h.alt_name;
+    } else if (h.host_outlasted_s > 0) {
+      // The one thing that told the cable from its host: say so first.
+      const NodeId host = topo.node(topo.dirSrcNode(h.key.id)).isHost() ? topo.dirSrcNode(h.key.id)
+                                                                        : topo.dirDstNode(h.key.id);
+      ev.ruled_out = Evidence::RuledOut{
+          "host " + topo.node(host).name + " itself (busy)", c.llr,
+          "its flows have lost for " + count(h.host_outlasted_s) +
+              " s without a break, longer than a busy host lasts (--busy-host-max " +
+              count(cfg.busy_host_max_s) + " s)"};
     } else if (!h.alt_name.empty()) {
       ev.ruled_out = Evidence::RuledOut{h.alt_name, h.alt_llr, "explains less of the evidence"};
     }
@@ -365,6 +394,9 @@ std::vector<std::string> validate(const EngineConfig& c) {
   positive(c.pass_interval_s, "pass interval");
   if (!(std::isfinite(c.resolve_after_s) && c.resolve_after_s >= 0)) {
     out.push_back("resolve-after must be a number of seconds >= 0");
+  }
+  if (!(std::isfinite(c.busy_host_max_s) && c.busy_host_max_s >= 0)) {
+    out.push_back("busy-host-max must be a number of seconds >= 0");
   }
   if (!(c.page_confidence > 0.5 && c.page_confidence < 1)) {
     out.push_back("paging confidence must be between 0.5 and 1");

@@ -42,7 +42,11 @@ struct EngineConfig {
   double false_pages_per_link_hour = 1e-8;
   double min_loss = 3e-4;       // smallest loss ratio worth a link incident
   double resolve_after_s = 60;  // clean this long before an incident resolves
-  size_t expected_flows = 0;    // sizes the path memory up front (0: grow as seen)
+  // How long a busy host (its stack dropping or answering late on every
+  // flow) lasts at most: the host-side noise of docs/formats.md. A host's
+  // loss that lasts longer is its cable's (docs/localization.md step 6).
+  double busy_host_max_s = 300;
+  size_t expected_flows = 0;  // sizes the path memory up front (0: grow as seen)
 };
 
 // What is wrong with a configuration, one line each (empty: usable).

@@ -1681,8 +1681,22 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   // lifts the access link's mean too.
   const std::unordered_set<DirLinkId>& slow = slowLinks();
   const bool host_slow = slow.contains(d) || slow.contains(Topology::reverse(d));
-  const bool host_refuted = others_llr <= -open_llr_ || (!side_close && both_ends && !host_slow);
-  if (!host_refuted) h.candidates.push_back({Key::kNode, host});
+  // A busy host passes; a cable stays bad. Flows of the host that have
+  // lost for longer than a busy host lasts, and lose still, rule the host
+  // out, unless its replies are slow: that is the host's own trouble,
+  // however long it lasts.
+  double outlasted = 0;
+  if (const auto since = cfg_.host_loss ? cfg_.host_loss->since(host) : std::nullopt;
+      since && !host_slow && lossNow(c)) {
+    const double lasted = ev_.now() - *since;
+    const double bucket = ev_.bucketWidth();
+    if (lasted >= cfg_.busy_host_max_s + static_cast<double>(short_buckets_) * bucket + bucket) {
+      outlasted = lasted;
+    }
+  }
+  const bool by_loss = others_llr <= -open_llr_ || (!side_close && both_ends && !host_slow);
+  if (!by_loss && outlasted > 0) h.host_outlasted_s = outlasted;
+  if (!by_loss && outlasted == 0) h.candidates.push_back({Key::kNode, host});
 
   // The upstream links these losses may have crossed unseen, by the losses
   // they could explain. Each is weighed against the access link on the same flow-windows (a
@@ -1755,6 +1769,11 @@ double openLlr(const Topology& topo) { return std::max(kOpenLlr, logHypotheses(t
 
 std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg) {
   return Explainer(ev, cfg).run();
+}
+
+bool lossNow(const Candidate& c) {
+  return binomialLlr(c.ns, std::clamp(c.ks, 0.0, c.ns), std::clamp(c.q0, 1e-9, 0.5)) >=
+         std::log(99.0);
 }
 
 bool recentlyBelow(const FabricEvidence& ev, const Key& key, double x, double since,

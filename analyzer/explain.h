@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analyzer/fabric_evidence.h"
+#include "analyzer/host_loss_clock.h"
 #include "analyzer/stats.h"
 
 namespace netdiag::analyzer {
@@ -86,11 +87,21 @@ struct Hypothesis {
   // group): while any is left, the hypothesis must not page, and its
   // confidence is at most 1/2.
   std::vector<Key> candidates;
+  // Set when the host of this access link was ruled out only because its
+  // flows have lost for longer than a busy host lasts: for how long.
+  double host_outlasted_s = 0;
 };
 
 struct ExplainConfig {
   double min_loss = 3e-4;    // smallest loss ratio worth a link hypothesis
   size_t short_buckets = 6;  // the fast horizon, in buckets (at most the horizon)
+  // How long a busy host lasts at most, and how long each host's flows
+  // have lost so far (none: never ruled out by duration). A host whose
+  // loss has outlasted a busy host's, short horizon and bucket added (the
+  // episode's first and newest affirming passes each see up to that far
+  // back), and goes on now, is not busy.
+  double busy_host_max_s = 300;
+  const HostLossClock* host_loss = nullptr;
 };
 
 // Counts of the explanation's thresholds (nats of log-likelihood ratio).
@@ -118,6 +129,10 @@ double logHypotheses(const topology::Topology& topo);
 // from the counters); segments claimed by a paged hypothesis count for
 // their owner only.
 std::vector<Hypothesis> explainLosses(const FabricEvidence& ev, const ExplainConfig& cfg);
+
+// Whether the short horizon affirms loss on a hypothesis's flows beyond
+// their background (ln 99 nats): the loss goes on now.
+bool lossNow(const Candidate& c);
 
 // Whether the newest stretch of the evidence (the last m buckets, for some
 // m, none before `since`) rejects loss `x` on the hypothesis's link or

@@ -15,6 +15,7 @@
 //            [--only I]   (just draw I of the sweep, to look into one run)
 //            [--adapt 1]  (closed loop: the unsettled links get flows, bench/sweep.h)
 //            [--trace 1]  (with --only: every pass's open incidents on stderr)
+//            [--duration S]  (each run's length, 300 s unless given)
 //            (the sweep over deployment conditions, bench/sweep.h)
 
 #include <atomic>
@@ -152,6 +153,7 @@ int main(int argc, char** argv) {
       "                [--probes-per-second X] [--redraw-s S]\n"
       "       accuracy --sweep ci|full [--threads N] [--draws N] [--require-precision X]\n"
       "                [--require-recall Y] [--json FILE] [--runs FILE] [--quiet 1] [--only I]\n"
+      "                [--duration S]\n"
       "                [--adapt 1] [--trace 1]\n";
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
@@ -210,6 +212,8 @@ int main(int argc, char** argv) {
       sweep.adapt = std::atoi(argv[i + 1]) != 0;
     else if (a == "--trace")
       sweep.trace = std::atoi(argv[i + 1]) != 0;
+    else if (a == "--duration")
+      sweep.duration_s = std::atof(argv[i + 1]);
     else {
       std::fprintf(stderr, "accuracy: unknown option %s\n%s", a.c_str(), usage);
       return 2;

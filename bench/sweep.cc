@@ -93,7 +93,6 @@ const double kRates[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.2, 1.0};
 const char* const kWhere[] = {"fabric", "fabric", "access"};
 const int kMultiCounts[] = {2, 4, 8};
 
-constexpr double kDuration = 300;
 constexpr double kPass = 5;
 
 std::string rateName(double r) {
@@ -136,7 +135,7 @@ sim::FaultSpec linkFault(const char* kind, const std::string& from, const std::s
   return f;
 }
 
-Draw makeDraw(uint64_t i, uint64_t salt) {
+Draw makeDraw(uint64_t i, uint64_t salt, double duration_s) {
   Draw d;
   d.index = i;
   d.seed = salt * 100000 + i + 1;
@@ -164,7 +163,7 @@ Draw makeDraw(uint64_t i, uint64_t salt) {
 
   sim::Scenario& s = d.scenario;
   s.file = "sweep";
-  s.duration_s = kDuration;
+  s.duration_s = duration_s;
   s.window_s = 5;
   s.budget.flows_per_peer = plan.flows_per_peer;
   s.budget.peers = plan.peers;
@@ -262,9 +261,11 @@ struct OracleRow {
 // What probes can tell about a fault's link. An access link of a host with
 // one NIC, without one-way counts, loses exactly as that host does when it
 // is busy (both hit every flow of the host alike, both ways: the busy-host
-// trap of the sweep), so probes alone cannot name it and netdiag waits for
-// its counters (docs/localization.md, step 6). The oracle, which knows the
-// link, does not face that trap; the classes show where the gap is.
+// trap of the sweep), so its loss alone cannot name it: netdiag waits for
+// its counters, or for the loss to outlast a busy host (--busy-host-max,
+// docs/localization.md step 6), which runs of 300 s are too short to see.
+// The oracle, which knows the link, does not face that trap; the classes
+// show where the gap is.
 std::string faultClass(const topology::Topology& t, const std::string& link, bool one_way) {
   const auto d = t.findDirLink(link);
   if (!d) return "unknown";
@@ -567,7 +568,8 @@ int runSweep(const SweepOptions& o) {
   const uint64_t salt = full ? 2 : 1;  // ci and full draw different seeds
   std::vector<Draw> jobs;
   for (int i = 0; i < draws; ++i) {
-    if (o.only < 0 || o.only == i) jobs.push_back(makeDraw(static_cast<uint64_t>(i), salt));
+    if (o.only < 0 || o.only == i)
+      jobs.push_back(makeDraw(static_cast<uint64_t>(i), salt, o.duration_s));
   }
 
   auto t0 = std::chrono::steady_clock::now();
@@ -609,8 +611,8 @@ int runSweep(const SweepOptions& o) {
     for (const auto& [axis, level] : r.draw.levels) cells[{axis, level}].add(r);
   }
 
-  std::printf("sweep %s: %d seeded draws, %zu failed, %.0f s wall on %u threads\n", o.mode.c_str(),
-              draws, failed, wall, o.threads);
+  std::printf("sweep %s: %d seeded draws of %.0f s, %zu failed, %.0f s wall on %u threads\n",
+              o.mode.c_str(), draws, o.duration_s, failed, wall, o.threads);
   std::printf(
       "cells (one level of one axis, all runs that have it); orc-all = recall over the faults "
       "the oracle localizes; rec|orc = the same over those with loss >= 0.5 %% (n-orc of them); "
@@ -804,6 +806,7 @@ int runSweep(const SweepOptions& o) {
     }
     json j = {{"mode", o.mode},
               {"draws", draws},
+              {"duration_s", o.duration_s},
               {"wall_s", wall},
               {"total", cellJson(total)},
               {"cells", jc},

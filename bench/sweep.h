@@ -25,6 +25,10 @@ struct SweepOptions {
   std::string json_out;           // cells and summary
   std::string runs_out;           // one JSON line per run
   bool quiet = false;             // no per-run progress on stderr
+  // How long each run lasts (faults begin 60-130 s in). 300 s keeps the
+  // sweeps within their time; longer runs show faults that only time can
+  // tell apart, as a one-NIC host's cable from the host busy for minutes.
+  double duration_s = 300;
   // The closed loop: after every pass the engine's unsettled links
   // (analyzer/unsettled.h) get flows (planner::focusPlan), which the
   // simulated agents run from the next window on, as agents fetch the

@@ -15,6 +15,10 @@ void addEngineOptions(CLI::App* cmd, analyzer::EngineConfig& config) {
                   "Seconds an incident must stay explained away (or its rate rejected by the "
                   "newest evidence) before it resolves")
       ->capture_default_str();
+  cmd->add_option("--busy-host-max", config.busy_host_max_s,
+                  "Seconds a busy host (dropping or answering late on all its flows) lasts at "
+                  "most; a one-NIC host's loss that lasts longer is paged on its access link")
+      ->capture_default_str();
   cmd->add_option("--false-page-budget", config.false_pages_per_link_hour,
                   "Expected false pages per directed link and hour of a healthy fabric; sets the "
                   "evidence a page needs, ln(passes per hour / budget) nats")

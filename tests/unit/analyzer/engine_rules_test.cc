@@ -1214,6 +1214,45 @@ TEST(EngineRules, AHostsOtherNicTellsASlowAccessLinkFromItsStack) {
   }
 }
 
+// On round trips a one-NIC host's cable loses as the host itself does when
+// it is busy; a busy host passes within busy_host_max_s (300 s), a bad
+// cable stays. Loss that outlasts a busy host pages on the cable, not
+// before; a busy host of the whole 300 s never pages, however long the
+// evidence remembers it.
+TEST(EngineRules, AOneNicHostsLossThatOutlastsABusyHostPagesOnItsCable) {
+  for (const std::string what : {"cable", "busy host"}) {
+    SCOPED_TRACE(what);
+    Fabric f;
+    Script s(f);
+    s.mesh.sent = 200;
+    const PortId nic = f.hosts[3];
+    const DirLinkId cable = f.t.ingressOf(nic);
+    s.at = [&](double t, Mesh& m) {
+      m.loss.clear();
+      m.busy.clear();
+      if (t <= 60) return;
+      if (what == "cable") m.loss[cable] = 0.02;
+      if (what == "busy host" && t <= 360) m.busy[nic] = 0.02;
+    };
+    Report r = runEngine(f.t, s.build(900));
+    const std::vector<Incident> paged = localized(r);
+    if (what == "busy host") {
+      EXPECT_TRUE(paged.empty()) << describe(f.t, r);
+      continue;
+    }
+    ASSERT_EQ(paged.size(), 1u) << describe(f.t, r);
+    EXPECT_EQ(Topology::linkOf(paged[0].link), Topology::linkOf(cable));
+    EXPECT_EQ(paged[0].kind, IncidentKind::kLinkLoss);
+    // Not before it outlasted a busy host (onset, 300 s, the short horizon),
+    // and within a few passes of that.
+    EXPECT_GE(*paged[0].localized_at, 60 + 300 + 30) << describe(f.t, r);
+    EXPECT_LE(*paged[0].localized_at, 60 + 300 + 30 + 60) << describe(f.t, r);
+    ASSERT_TRUE(paged[0].evidence.ruled_out) << describe(f.t, r);
+    EXPECT_NE(paged[0].evidence.ruled_out->why.find("busy host"), std::string::npos)
+        << paged[0].evidence.ruled_out->why;
+  }
+}
+
 TEST(EngineRules, CleanFabricHasNoIncidents) {
   Fabric f;
   Script s(f);

@@ -94,6 +94,40 @@ TEST(Explain, ABusyHostIsExplainedByTheHostNotItsLinks) {
   }
 }
 
+// On round trips of a one-NIC host its cable and the host itself lose
+// alike, so the host stays in the cable's group, until the host's loss has
+// lasted longer than a busy host does and still goes on (HostLossClock).
+TEST(Explain, AOneNicHostsLossThatOutlastsABusyHostRulesTheHostOut) {
+  Fabric f;
+  Mesh mesh(f);
+  mesh.sent = 200;
+  const PortId nic = f.hosts[3];
+  const topology::NodeId host = f.t.port(nic).node;
+  mesh.loss[f.t.ingressOf(nic)] = 0.02;
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  for (double lasted : {0.0, 200.0, 400.0}) {
+    SCOPED_TRACE(lasted);
+    HostLossClock clock(60);
+    if (lasted > 0) clock.lossy(host, 120 - lasted);
+    ExplainConfig cfg;
+    cfg.host_loss = &clock;
+    const auto hs = explainLosses(ev, cfg);
+    const auto cable = std::find_if(hs.begin(), hs.end(), [&](const Hypothesis& h) {
+      return h.key.kind == Key::kLink &&
+             topology::Topology::linkOf(h.key.id) == topology::Topology::linkOf(f.t.ingressOf(nic));
+    });
+    ASSERT_NE(cable, hs.end());
+    const bool host_in_group = std::find(cable->candidates.begin(), cable->candidates.end(),
+                                         Key{Key::kNode, host}) != cable->candidates.end();
+    EXPECT_EQ(host_in_group, lasted < 300) << "the host is busy at most 300 s";
+    EXPECT_EQ(cable->host_outlasted_s, lasted < 300 ? 0 : lasted);
+    if (lasted >= 300) {
+      EXPECT_GE(cable->confidence, 0.99);
+    }
+  }
+}
+
 // Both uplinks of a leaf losing alike are the leaf's doing (a sick switch,
 // a burst while it reconverged): each one's ECMP sibling loses as much, so
 // neither states the confidence to page. One uplink alone at that rate
