@@ -56,9 +56,8 @@ struct Engine::Impl {
                   // The most a hypothesis the explanation did not accept
                   // (below the bar to open) could state.
                   withNoFault(1.0, openLlr(t), pagingBarNats(c), c.page_confidence)),
-        // An episode goes on through as long a stretch without affirmed
-        // loss as an incident stays open through.
-        host_loss(c.resolve_after_s),
+        // What the horizon forgot cannot be an episode's.
+        host_loss(c.horizon_s),
         page_bar(pagingBarNats(c)) {}
 
   // Passes run at boundaries B = k * pass_interval_s of telemetry time, each
@@ -136,7 +135,10 @@ struct Engine::Impl {
     counterFindings(now);
     miscablingFindings(now);
     incidents.endPass(now);
-    host_loss.endPass(now);
+    host_loss.endPass(now, [this](NodeId host, double last, double rate) {
+      return recentlyBelow(evidence, {Key::kHostSide, host}, rate, last + cfg.bucket_s,
+                           evidence.background());
+    });
   }
 
   // A host's flows lose now (its access link's hypothesis, or its own
@@ -144,10 +146,10 @@ struct Engine::Impl {
   void timeHostLoss(const Hypothesis& h, double now) {
     if (!lossNow(h.evidence)) return;
     if (h.key.kind == Key::kHostSide) {
-      host_loss.lossy(h.key.id, now);
+      host_loss.lossy(h.key.id, now, h.loss);
     } else if (h.key.kind == Key::kLink) {
       for (NodeId n : {topo.dirSrcNode(h.key.id), topo.dirDstNode(h.key.id)}) {
-        if (topo.node(n).isHost()) host_loss.lossy(n, now);
+        if (topo.node(n).isHost()) host_loss.lossy(n, now, h.loss);
       }
     }
   }

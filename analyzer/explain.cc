@@ -1681,17 +1681,17 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   // lifts the access link's mean too.
   const std::unordered_set<DirLinkId>& slow = slowLinks();
   const bool host_slow = slow.contains(d) || slow.contains(Topology::reverse(d));
-  // A busy host passes; a cable stays bad. Flows of the host that have
-  // lost for longer than a busy host lasts, and lose still, rule the host
-  // out, unless its replies are slow: that is the host's own trouble,
-  // however long it lasts.
+  // A busy host passes; a cable stays bad. Loss affirmed on the host's
+  // flows at two passes further apart than a busy host lasts, with no
+  // evidence of a stop between, rules the host out, unless its replies
+  // are slow: that is the host's own trouble, however long it lasts.
   double outlasted = 0;
-  if (const auto since = cfg_.host_loss ? cfg_.host_loss->since(host) : std::nullopt;
-      since && !host_slow && lossNow(c)) {
-    const double lasted = ev_.now() - *since;
+  if (const auto e = cfg_.host_loss ? cfg_.host_loss->episode(host) : std::nullopt;
+      e && !host_slow) {
     const double bucket = ev_.bucketWidth();
-    if (lasted >= cfg_.busy_host_max_s + static_cast<double>(short_buckets_) * bucket + bucket) {
-      outlasted = lasted;
+    if (e->last - e->since >
+        cfg_.busy_host_max_s + static_cast<double>(short_buckets_) * bucket + bucket) {
+      outlasted = e->last - e->since;
     }
   }
   const bool by_loss = others_llr <= -open_llr_ || (!side_close && both_ends && !host_slow);

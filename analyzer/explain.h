@@ -95,11 +95,11 @@ struct Hypothesis {
 struct ExplainConfig {
   double min_loss = 3e-4;    // smallest loss ratio worth a link hypothesis
   size_t short_buckets = 6;  // the fast horizon, in buckets (at most the horizon)
-  // How long a busy host lasts at most, and how long each host's flows
-  // have lost so far (none: never ruled out by duration). A host whose
-  // loss has outlasted a busy host's, short horizon and bucket added (the
-  // episode's first and newest affirming passes each see up to that far
-  // back), and goes on now, is not busy.
+  // How long a busy host lasts at most, and each host's current episode of
+  // loss (none: never ruled out by duration). A host whose episode has
+  // affirmed loss further apart than a busy host lasts, short horizon and
+  // bucket added (each affirming pass sees up to that far back), is not
+  // busy.
   double busy_host_max_s = 300;
   const HostLossClock* host_loss = nullptr;
 };

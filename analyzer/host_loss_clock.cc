@@ -4,20 +4,24 @@
 
 namespace netdiag::analyzer {
 
-void HostLossClock::lossy(topology::NodeId host, double now) {
-  episodes_.try_emplace(host, Episode{now, now}).first->second.last = now;
+void HostLossClock::lossy(topology::NodeId host, double now, double rate) {
+  Episode& e = episodes_.try_emplace(host, Episode{now, now, rate}).first->second;
+  e.last = now;
+  e.rate = rate;
 }
 
-void HostLossClock::endPass(double now) {
+void HostLossClock::endPass(double now, const Stopped& stopped) {
   for (auto it = episodes_.begin(); it != episodes_.end();) {
-    it = now - it->second.last > gap_s_ ? episodes_.erase(it) : std::next(it);
+    const Episode& e = it->second;
+    const bool over = e.last < now && (now - e.last > gap_s_ || stopped(it->first, e.last, e.rate));
+    it = over ? episodes_.erase(it) : std::next(it);
   }
 }
 
-std::optional<double> HostLossClock::since(topology::NodeId host) const {
+std::optional<HostLossClock::Episode> HostLossClock::episode(topology::NodeId host) const {
   const auto it = episodes_.find(host);
   if (it == episodes_.end()) return std::nullopt;
-  return it->second.since;
+  return it->second;
 }
 
 }  // namespace netdiag::analyzer

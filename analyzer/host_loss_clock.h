@@ -10,6 +10,7 @@
 // tells the two apart (explain.cc, accessAmbiguity). Owned by the engine,
 // fed once a pass, read by the next pass's explanation.
 
+#include <functional>
 #include <optional>
 #include <unordered_map>
 
@@ -19,22 +20,29 @@ namespace netdiag::analyzer {
 
 class HostLossClock {
  public:
-  // gap_s: how long an episode may go without affirmed loss and still be
-  // the same episode (passes look at the short horizon, which can hold no
-  // loss for a while at a low rate).
+  // An episode: the first and the newest pass whose short horizon affirmed
+  // loss on the host's flows, and the rate it was at.
+  struct Episode {
+    double since = 0, last = 0, rate = 0;
+  };
+  // Whether the evidence after `last` rejects loss at `rate` on the host's
+  // flows: the loss stopped (a low rate can go a while without a loss and
+  // not have stopped).
+  using Stopped = std::function<bool(topology::NodeId host, double last, double rate)>;
+
+  // gap_s: how long an episode may go without affirmed loss at most, the
+  // evidence's horizon (what is older is forgotten).
   explicit HostLossClock(double gap_s) : gap_s_(gap_s) {}
 
-  // The short horizon affirms loss on `host`'s flows in the pass at `now`.
-  void lossy(topology::NodeId host, double now);
-  // Ends the episodes with no affirmed loss for longer than the gap.
-  void endPass(double now);
-  // When the host's current episode began (none: no episode).
-  std::optional<double> since(topology::NodeId host) const;
+  // The short horizon affirms loss at `rate` on `host`'s flows at `now`.
+  void lossy(topology::NodeId host, double now, double rate);
+  // Ends the episodes not affirmed at `now` whose loss stopped, or that no
+  // pass affirmed for longer than the gap.
+  void endPass(double now, const Stopped& stopped);
+  // The host's current episode, if any.
+  std::optional<Episode> episode(topology::NodeId host) const;
 
  private:
-  struct Episode {
-    double since, last;
-  };
   double gap_s_;
   std::unordered_map<topology::NodeId, Episode> episodes_;
 };

@@ -96,7 +96,7 @@ TEST(Explain, ABusyHostIsExplainedByTheHostNotItsLinks) {
 
 // On round trips of a one-NIC host its cable and the host itself lose
 // alike, so the host stays in the cable's group, until the host's loss has
-// lasted longer than a busy host does and still goes on (HostLossClock).
+// been affirmed further apart than a busy host lasts (HostLossClock).
 TEST(Explain, AOneNicHostsLossThatOutlastsABusyHostRulesTheHostOut) {
   Fabric f;
   Mesh mesh(f);
@@ -109,7 +109,10 @@ TEST(Explain, AOneNicHostsLossThatOutlastsABusyHostRulesTheHostOut) {
   for (double lasted : {0.0, 200.0, 400.0}) {
     SCOPED_TRACE(lasted);
     HostLossClock clock(60);
-    if (lasted > 0) clock.lossy(host, 120 - lasted);
+    if (lasted > 0) {
+      clock.lossy(host, 120 - lasted, 0.02);
+      clock.lossy(host, 120, 0.02);
+    }
     ExplainConfig cfg;
     cfg.host_loss = &clock;
     const auto hs = explainLosses(ev, cfg);
