@@ -287,6 +287,11 @@ TEST_F(ReplayCliTest, TheFalsePageBudgetSetsTheEvidenceAPageNeeds) {
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_THAT(r.err, HasSubstr("false-page budget")) << bad;
   }
+  for (const char* bad : {"-1", "nan", "inf"}) {
+    Outcome r = run("replay" + log + " --busy-host-max=" + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("busy-host-max")) << bad;
+  }
   auto firstPage = [&](const std::string& budget) {
     Outcome r = run("replay" + log + " --json --false-page-budget " + budget);
     EXPECT_NE(r.code, 2) << r.err;  // 1 while a fault is open, 0 when none paged
