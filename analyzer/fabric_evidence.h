@@ -68,7 +68,6 @@ class FabricEvidence {
   size_t buckets() const { return buckets_; }
   double bucketWidth() const { return cfg_.bucket_s; }
   double horizon() const { return cfg_.horizon_s; }
-  double now() const { return now_; }  // the time of the last advanceTo
 
   // Certain-path probes and losses per directed link, and (when any record
   // had no one-way counts) those of round-trip segments among them.
