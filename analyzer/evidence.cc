@@ -158,7 +158,8 @@ Tally BucketedTallies::recent(size_t key, size_t buckets) const {
 }
 
 void LossyStore::add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links,
-                     NodeId src, NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip) {
+                     NodeId src, NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip,
+                     uint32_t flow) {
   LossySegment s;
   s.t = t;
   s.n = n;
@@ -170,6 +171,7 @@ void LossyStore::add(double t, uint32_t n, uint32_t k, const std::vector<DirLink
   s.dst_node = dst;
   s.forward = forward;
   s.round_trip = round_trip;
+  s.flow = flow;
   s.middle[0] = m0;
   s.middle[1] = m1;
   segments_.push_back(s);

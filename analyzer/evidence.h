@@ -149,6 +149,9 @@ struct LossySegment {
   // A whole round trip (no one-way counts): its background is the round
   // trip's, not one direction's.
   bool round_trip = false;
+  // The flow it is a window of (its ends and source port, hashed): a flow
+  // keeps its path, so its windows are one draw of every ECMP hash.
+  uint32_t flow = 0;
   Middle middle[2];  // unseen stretches (forward, reverse)
   // Once an incident pages on a hypothesis, the segments it explained stay
   // its own: later passes never blame them on anything else (see engine).
@@ -158,7 +161,7 @@ struct LossySegment {
 class LossyStore {
  public:
   void add(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& links, NodeId src,
-           NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip);
+           NodeId dst, bool forward, Middle m0, Middle m1, bool round_trip, uint32_t flow);
   // Forgets segments older than `oldest`.
   void expire(double oldest);
   const std::deque<LossySegment>& segments() const { return segments_; }

@@ -134,6 +134,7 @@ class Explainer {
   std::vector<DirLinkId> ecmpSiblings(DirLinkId d) const;
   void siblingAlternative(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   void somePathsDead(Hypothesis& h);
+  void everyFlowDead(Hypothesis& h, const std::vector<uint32_t>& dead_segs, double onset);
   void deadOnUnseenStretch(Hypothesis& h);
   std::vector<DirLinkId> carriersOf(const std::vector<uint32_t>& dead, bool certain,
                                     bool doubt_cache,
@@ -1536,6 +1537,10 @@ void Explainer::somePathsDead(Hypothesis& h) {
   const double n_all = std::max(since.n, lossy_n);
   const double p = std::clamp(std::max(since.k, lossy_k) / n_all, q, 1 - 1e-9);
   const double clean_n = n_all - lossy_n;
+  if (dead == windows && since.n - since.k < lossy_n / windows) {
+    everyFlowDead(h, used, onset);
+    return;
+  }
   const double clean_windows = clean_n / (lossy_n / windows);
   const double pi = std::clamp(dead / (windows + clean_windows), 1e-9, 1 - 1e-9);
   double host_ll = clean_n * std::log1p(-p),
@@ -1564,6 +1569,73 @@ void Explainer::somePathsDead(Hypothesis& h) {
   h.weigh(h.evidence.llr);
   h.alt_name = "a dead link on some of the paths to " + topo_.node(host).name +
                " (flows died whole, the others were clean)";
+}
+
+// Every flow to the host since its onset died whole, and none passed. A
+// dead host and one link dead for those flows (down, or blackholing their
+// hash) explain that alike; what tells them apart is the hash, which put
+// every flow on that link with the product of their shares of it. A flow
+// keeps its path, so it is one draw however many windows it lost. A link
+// that passed other flows since would have to blackhole these and not
+// those: the share b of its flows it drops is fitted, and each flow pays
+// ln 1/b dead or ln 1/(1-b) clean (its clean flows counted as its passed
+// probes in windows, over the windows a dead flow lost). A link within
+// ln 99 of the host joins its group: one flow is never enough to call a
+// host dead.
+void Explainer::everyFlowDead(Hypothesis& h, const std::vector<uint32_t>& dead_segs, double onset) {
+  // How likely a path the evidence shows missing a link is stale (so the
+  // flow crossed it after all): rare, and one such flow is enough against it.
+  constexpr double kStalePath = 0.01;
+  const NodeId host = h.key.id;
+  std::set<std::pair<uint32_t, bool>> seen;                     // flows (and their direction)
+  std::unordered_map<DirLinkId, std::pair<double, double>> on;  // flows, -ln share
+  double flows = 0, probes = 0;
+  for (uint32_t i : dead_segs) {
+    probes += segs_[i].n;
+    const LossySegment& s = segs_[i];
+    if (!seen.emplace(s.flow, s.forward).second) continue;
+    const auto certain = ev_.lossy().linksOf(s);
+    flows += 1;
+    std::unordered_map<DirLinkId, double> share;
+    for (DirLinkId d : certain) share[d] = 1;
+    for (const Middle& mid : s.middle) {
+      if (mid.known()) continue;
+      for (auto [link, p] : ev_.shares().linksOn(mid.from, mid.to)) {
+        share[link] = std::max(share[link], p);
+      }
+    }
+    for (auto [d, p] : share) {
+      on[d].first += 1;
+      on[d].second -= std::log(std::max(p, kStalePath));
+    }
+  }
+  const size_t stretch = bucketsSince(onset, ev_.links());
+  // A flow's probes over the stretch: what one clean flow passes.
+  const double flow_probes = probes / flows;
+  std::vector<std::pair<double, DirLinkId>> rivals;
+  for (auto [d, fp] : on) {
+    if (topo_.dirDstNode(d) == host || topo_.dirSrcNode(d) == host) continue;
+    // A flow whose path is known to miss the link: only a stale path puts it there.
+    double penalty = fp.second - (flows - fp.first) * std::log(kStalePath);
+    const Tally since = ev_.links().recent(d, stretch);
+    if (const double clean = (since.n - since.k) / flow_probes; clean > 0) {
+      const double b = flows / (flows + clean);
+      penalty -= flows * std::log(b) + clean * std::log1p(-b);
+    }
+    if (penalty < std::log(99.0)) rivals.emplace_back(penalty, d);
+  }
+  std::sort(rivals.begin(), rivals.end());
+  std::vector<DirLinkId> links;
+  for (auto [penalty, d] : rivals) {
+    if (links.size() == 8) break;
+    links.push_back(d);
+    h.weigh(h.evidence.llr - penalty);
+  }
+  if (!joinGroup(h, links)) return;
+  const int n = static_cast<int>(flows);
+  h.alt_name = "a link dead on the path of the " + std::to_string(n) +
+               (n == 1 ? " flow" : " flows") + " to " + topo_.node(host).name +
+               " (every probe lost, and the hash could have put them all on it)";
 }
 
 // A link's partial blackhole, seen on paths known only in part: flows that

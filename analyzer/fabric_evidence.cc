@@ -21,6 +21,14 @@ std::vector<uint32_t> hostSlots(const Topology& t) {
   return slot;
 }
 
+// A probe flow's identity (its ports and source port), mixed to 32 bits.
+uint32_t flowHash(const ProbeRecord& r) {
+  uint64_t h = (uint64_t{r.src} << 32 | r.dst) * 0x9e3779b97f4a7c15ULL;
+  h ^= r.flow + 0x632be59bd9b4e019ULL + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdULL;
+  return static_cast<uint32_t>(h >> 32);
+}
+
 size_t countSlots(const std::vector<uint32_t>& slots) {
   return static_cast<size_t>(std::ranges::count_if(slots, [](uint32_t s) { return s != kNone; }));
 }
@@ -61,15 +69,15 @@ FabricEvidence::FabricEvidence(const Topology& t, const EvidenceConfig& c)
 }
 
 void FabricEvidence::addSegment(double t, uint32_t n, uint32_t k, const std::vector<DirLinkId>& seg,
-                                NodeId src, NodeId dst, bool forward, Middle m0, Middle m1) {
+                                NodeId src, NodeId dst, bool forward, uint32_t flow, Middle m0) {
   if (n == 0) return;
   for (DirLinkId d : seg) links_.add(d, t, n, k);
-  if (k > 0) lossy_.add(t, n, k, seg, src, dst, forward, m0, m1, false);
+  if (k > 0) lossy_.add(t, n, k, seg, src, dst, forward, m0, {}, false, flow);
 }
 
 void FabricEvidence::addRoundTrip(double t, uint32_t n, uint32_t k,
                                   const std::vector<DirLinkId>& seg, NodeId src, NodeId dst,
-                                  Middle m0, Middle m1) {
+                                  uint32_t flow, Middle m0, Middle m1) {
   if (n == 0) return;
   if (!links_rt_) {
     links_rt_ = std::make_unique<BucketedTallies>(topo_.dirLinkCount(), buckets_, cfg_.bucket_s);
@@ -78,7 +86,7 @@ void FabricEvidence::addRoundTrip(double t, uint32_t n, uint32_t k,
     links_.add(d, t, n, k);
     links_rt_->add(d, t, n, k);
   }
-  if (k > 0) lossy_.add(t, n, k, seg, src, dst, true, m0, m1, true);
+  if (k > 0) lossy_.add(t, n, k, seg, src, dst, true, m0, m1, true, flow);
 }
 
 void FabricEvidence::addProbe(const ProbeRecord& r) {
@@ -116,15 +124,17 @@ void FabricEvidence::addProbe(const ProbeRecord& r) {
       from_port_.add(3 * i + 2, r.t, r.sent - *r.lost_fwd, *r.lost_rev);
     }
   }
+  const uint32_t flow = flowHash(r);
   if (r.hasOneWay()) {
-    addSegment(r.t, r.sent, *r.lost_fwd, fwd_, src_node, dst_node, true, fwd_mid);
-    addSegment(r.t, r.sent - *r.lost_fwd, *r.lost_rev, rev_, src_node, dst_node, false, rev_mid);
+    addSegment(r.t, r.sent, *r.lost_fwd, fwd_, src_node, dst_node, true, flow, fwd_mid);
+    addSegment(r.t, r.sent - *r.lost_fwd, *r.lost_rev, rev_, src_node, dst_node, false, flow,
+               rev_mid);
   } else {
     both_ = fwd_;
     for (DirLinkId d : rev_) {
       if (std::find(both_.begin(), both_.end(), d) == both_.end()) both_.push_back(d);
     }
-    addRoundTrip(r.t, r.sent, r.lost, both_, src_node, dst_node, fwd_mid, rev_mid);
+    addRoundTrip(r.t, r.sent, r.lost, both_, src_node, dst_node, flow, fwd_mid, rev_mid);
   }
 }
 

@@ -146,10 +146,11 @@ class FabricEvidence {
  private:
   Background estimateBackground() const;
   void addSegment(double t, uint32_t n, uint32_t k, const std::vector<topology::DirLinkId>& seg,
-                  topology::NodeId src, topology::NodeId dst, bool forward, Middle m0,
-                  Middle m1 = {});
+                  topology::NodeId src, topology::NodeId dst, bool forward, uint32_t flow,
+                  Middle m0);
   void addRoundTrip(double t, uint32_t n, uint32_t k, const std::vector<topology::DirLinkId>& seg,
-                    topology::NodeId src, topology::NodeId dst, Middle m0, Middle m1);
+                    topology::NodeId src, topology::NodeId dst, uint32_t flow, Middle m0,
+                    Middle m1);
 
   const topology::Topology& topo_;
   EvidenceConfig cfg_;

@@ -747,6 +747,31 @@ TEST(EngineRules, DeadResponderIsHostUnreachableAndNoLink) {
   EXPECT_FALSE(j.contains("link"));
 }
 
+// One flow to a host that died whole is one draw of the hash: any link on
+// its path could be dead (or blackholing it) as well as the host. The host
+// is not paged until flows it cannot share one link with die too.
+TEST(EngineRules, OneDeadFlowToAHostIsNotAHostUnreachable) {
+  Fabric f;
+  Script s(f);
+  const PortId h = f.port("host5:eth0");
+  const PortId from = f.port("host1:eth0");
+  s.mesh.dead = {h};
+  s.mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>&) {
+    if (f.t.dirDstPort(fwd.back()) != h) return true;
+    return fwd.front() == f.t.egressOf(from) && f.t.dirDstNode(fwd[1]) == f.spines[0];
+  };
+  s.mesh.path_known = [h](PortId, PortId dst, size_t) { return dst != h; };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  EXPECT_TRUE(localized(r).empty()) << describe(f.t, r);
+  bool grouped = false;
+  for (const Incident& inc : r.incidents) {
+    if (inc.kind == IncidentKind::kHostUnreachable && inc.node == f.node("host5"))
+      grouped = !inc.candidates.empty();
+  }
+  EXPECT_TRUE(grouped) << describe(f.t, r);
+}
+
 TEST(EngineRules, LldpNeighbourMismatchIsMiscablingNamingThePorts) {
   Fabric f;
   Script s(f);
