@@ -237,7 +237,8 @@ struct Engine::Impl {
       return shares.share(from, to, d);
     };
     const double log_m = logHypotheses(topo);
-    for (const SlowLink& s : latency.slowLinks(kMinAddedLatencyUs, kMinLatencyZ, share)) {
+    for (const SlowLink& s : latency.slowLinks(kMinAddedLatencyUs, kMinLatencyZ, share, topo)) {
+      if (s.link == kNone) continue;  // a busy host's stack: its own business
       Key key{Key::kLink, s.link};
       if (incidents.seen(key)) continue;
       Finding f;

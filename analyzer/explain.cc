@@ -199,6 +199,7 @@ class Explainer {
   std::vector<double> unexplained0_;
   std::vector<double> unclaimed_;                            // before the claims (after counters)
   std::optional<std::unordered_set<DirLinkId>> slow_links_;  // slowLinks(), once asked
+  std::unordered_set<NodeId> slow_hosts_;                    // and the hosts it found slow
 };
 
 // One-way counts are tested against one direction's background, round
@@ -1170,7 +1171,8 @@ double Explainer::flowLlr(const std::vector<FlowLoss::Flow>& flows, double s) co
 }
 
 // Links whose flows are slower than their peers' at z^2 / 2 >= ln 99, after
-// explaining away (any added delay: a host's stack, not a fabric fault).
+// explaining away (any added delay: a host's stack, not a fabric fault);
+// the hosts whose own flows are, in slow_hosts_.
 const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
   if (!slow_links_) {
     slow_links_.emplace();
@@ -1179,7 +1181,10 @@ const std::unordered_set<DirLinkId>& Explainer::slowLinks() {
       return shares.share(from, to, d);
     };
     const double z = std::sqrt(2 * std::log(99.0));
-    for (const SlowLink& s : ev_.latency().slowLinks(0, z, share)) slow_links_->insert(s.link);
+    for (const SlowLink& s : ev_.latency().slowLinks(0, z, share, topo_)) {
+      if (s.link != kNone) slow_links_->insert(s.link);
+      if (s.host != kNone) slow_hosts_.insert(s.host);
+    }
   }
   return *slow_links_;
 }
@@ -1752,7 +1757,8 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   // Explained away first: a slow link elsewhere on some of the host's flows
   // lifts the access link's mean too.
   const std::unordered_set<DirLinkId>& slow = slowLinks();
-  const bool host_slow = slow.contains(d) || slow.contains(Topology::reverse(d));
+  const bool host_slow =
+      slow.contains(d) || slow.contains(Topology::reverse(d)) || slow_hosts_.contains(host);
   // A busy host passes; a cable stays bad. Loss affirmed on the host's
   // flows at two passes further apart than a busy host lasts, with no
   // evidence of a stop between, rules the host out, unless its replies

@@ -59,26 +59,81 @@ double LatencyEvidence::sigma() const {
 }
 
 std::vector<SlowLink> LatencyEvidence::slowLinks(double min_added_us, double min_z,
-                                                 const ShareFn& share) const {
+                                                 const ShareFn& share,
+                                                 const topology::Topology& topo) const {
   std::vector<SlowLink> out;
   if (spread_.total(0).n < 100) return out;
-  const double sigma = this->sigma();
-  // Candidates: links crossed by slow records.
+  const double sigma = std::max(this->sigma(), 1e-9);
+  // A host's own records: every round trip of one of its ports leaves by
+  // that port's egress (a probe out, or the reply to one), once.
+  auto hostOf = [&topo](DirLinkId d) {
+    const NodeId n = topo.dirSrcNode(d);
+    return topo.node(n).isHost() ? n : topology::kNone;
+  };
+  // Candidates: links crossed by slow records, and the hosts they left.
   std::unordered_map<DirLinkId, Tally> cand;
+  std::unordered_map<NodeId, Tally> hosts;
   for (const Slow& s : slow_) {
-    for (DirLinkId d : s.links) cand.emplace(d, decode(excess_.total(d)));
+    for (DirLinkId d : s.links) {
+      cand.emplace(d, decode(excess_.total(d)));
+      const NodeId h = hostOf(d);
+      if (h == topology::kNone || hosts.contains(h)) continue;
+      Tally own;
+      for (topology::PortId p : topo.portsOf(h)) {
+        if (const DirLinkId e = topo.egressOf(p); e != topology::kNone) {
+          const Tally t = decode(excess_.total(e));
+          own.add(t.n, t.k);
+        }
+      }
+      hosts.emplace(h, own);
+    }
   }
+  auto zOf = [sigma](const Tally& t) { return t.k / t.n * std::sqrt(t.n) / sigma; };
+  // Each slow record's excess not yet explained; an explanation takes `us`
+  // of it out of every candidate it counts for (`whole`: the record too).
+  std::vector<double> left(slow_.size());
+  for (size_t i = 0; i < slow_.size(); ++i) left[i] = slow_[i].excess;
+  auto takeOut = [&](size_t i, double us, bool whole) {
+    left[i] -= us;
+    for (DirLinkId d : slow_[i].links) {
+      if (auto it = cand.find(d); it != cand.end()) {
+        it->second.n -= whole ? 1 : 0;
+        it->second.k -= us;
+      }
+      if (auto it = hosts.find(hostOf(d)); it != hosts.end()) {
+        it->second.n -= whole ? 1 : 0;
+        it->second.k -= us;
+      }
+    }
+  };
   std::vector<bool> explained(slow_.size(), false);
-  for (int round = 0; round < 16; ++round) {
+  for (size_t links = 0; links < 16;) {
     SlowLink best;
     for (const auto& [d, t] : cand) {
       if (t.n < 10) continue;
-      double mean = t.k / t.n;
-      double z = mean * std::sqrt(t.n) / std::max(sigma, 1e-9);
-      if (mean >= min_added_us && z >= min_z && z > best.z) best = {d, mean, z, t.n};
+      const double z = zOf(t);
+      if (t.k / t.n >= min_added_us && z >= min_z && z > best.z)
+        best = {d, topology::kNone, t.k / t.n, z, t.n};
     }
-    if (best.link == topology::kNone) break;
+    // A host stronger than every link: its stack, not a link, first.
+    for (const auto& [h, t] : hosts) {
+      if (t.n < 10) continue;
+      const double z = zOf(t);
+      if (z >= min_z && z > best.z) best = {topology::kNone, h, t.k / t.n, z, t.n};
+    }
+    if (best.link == topology::kNone && best.host == topology::kNone) break;
     out.push_back(best);
+    if (best.host != topology::kNone) {
+      hosts.erase(best.host);
+      for (size_t i = 0; i < slow_.size(); ++i) {
+        if (explained[i]) continue;
+        const auto& ls = slow_[i].links;
+        if (std::any_of(ls.begin(), ls.end(), [&](DirLinkId d) { return hostOf(d) == best.host; }))
+          takeOut(i, std::clamp(best.added_us, 0.0, left[i]), false);
+      }
+      continue;
+    }
+    ++links;
     cand.erase(best.link);
     for (size_t i = 0; i < slow_.size(); ++i) {
       const Slow& s = slow_[i];
@@ -86,12 +141,7 @@ std::vector<SlowLink> LatencyEvidence::slowLinks(double min_added_us, double min
                      (!s.back.known() && share(s.back.from, s.back.to, best.link) > 0);
       if (explained[i] || !through) continue;
       explained[i] = true;
-      for (DirLinkId d : s.links) {
-        if (auto it = cand.find(d); it != cand.end()) {
-          it->second.n -= 1;
-          it->second.k -= s.excess;
-        }
-      }
+      takeOut(i, left[i], true);
     }
   }
   return out;

@@ -1210,6 +1210,33 @@ TEST(EngineRules, LatencyPagesOnAFabricLinkAndIsAGroupWithTheHostOnAnAccessLink)
   }
 }
 
+// Two busy hosts: each one's stack delays all its own flows, and a flow
+// between them carries both delays. A fabric link that carries mostly that
+// flow is as slow as the two hosts together, and no slower: the hosts are
+// explanations too, taken out before any link is weighed.
+TEST(EngineRules, TheFlowBetweenTwoBusyHostsIsNoSlowLink) {
+  Fabric f;
+  Script s(f);
+  const PortId a = f.hosts[0], b = f.hosts[4];
+  s.mesh.stack_delay_us[a] = s.mesh.stack_delay_us[b] = 30;
+  const DirLinkId fabric = f.dl("spine2:swp3->leaf3:swp4");
+  // That link carries only the busy pair's flows.
+  s.mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+    auto crosses = [fabric](const std::vector<DirLinkId>& p) {
+      return std::find(p.begin(), p.end(), fabric) != p.end();
+    };
+    if (!crosses(fwd) && !crosses(rev)) return true;
+    const PortId src = f.t.dirSrcPort(fwd.front()), dst = f.t.dirDstPort(fwd.back());
+    return (src == a && dst == b) || (src == b && dst == a);
+  };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  EXPECT_TRUE(localized(r).empty()) << describe(f.t, r);
+  for (const Incident& i : r.incidents) {
+    EXPECT_FALSE(i.kind == IncidentKind::kLinkLatency && i.link == fabric) << describe(f.t, r);
+  }
+}
+
 // A host with a second NIC whose flows are not slow rules its stack out:
 // the slow access link of the first pages; a stack late on both NICs' flows
 // does not.
