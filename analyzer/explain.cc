@@ -20,8 +20,11 @@ constexpr int kMaxExplanations = 64;
 // The backward check costs one explaining-away per pair of accepted
 // hypotheses; beyond this many (a fabric-wide event) it is skipped.
 constexpr size_t kMaxBackwardChecks = 16;
-// The links of unseen stretches weighed as rivals of one hypothesis.
-constexpr size_t kMaxUpstream = 8;
+// The links of unseen stretches weighed as rivals of one hypothesis: the
+// strongest 8, and any tied with the 8th (a flow's unseen stretch gives
+// every link on it the same weight, and the hash's order among equals says
+// nothing of which one is faulty), up to 32.
+constexpr size_t kMaxUpstream = 8, kMaxUpstreamTied = 32;
 
 using SegmentLists = std::unordered_map<uint32_t, std::vector<uint32_t>>;
 
@@ -168,8 +171,9 @@ class Explainer {
                             static_cast<int64_t>(ev_.buckets())));
   }
   double llrWithout(DirLinkId u, DirLinkId d) const;
-  std::vector<DirLinkId> unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self,
-                                        bool with_own) const;
+  using Ranked = std::vector<std::pair<double, DirLinkId>>;  // -weight, link
+  Ranked unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self, bool with_own) const;
+  static bool pastUpstreamCap(const Ranked& ranked, size_t i, size_t tried);
   void unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
 
   const FabricEvidence& ev_;
@@ -1387,8 +1391,15 @@ double Explainer::llrWithout(DirLinkId u, DirLinkId d) const {
 // on the flows they carried for certain, the most first: links of equal
 // share on those stretches (the downlinks into one leaf) are told apart by
 // their own.
-std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self,
-                                                 bool with_own) const {
+// Whether the rival at i of `ranked` is past the cap, `tried` weighed so
+// far: beyond kMaxUpstream only those tied with the last one weighed.
+bool Explainer::pastUpstreamCap(const Ranked& ranked, size_t i, size_t tried) {
+  if (tried >= kMaxUpstreamTied) return true;
+  return tried >= kMaxUpstream && i > 0 && ranked[i].first > ranked[i - 1].first;
+}
+
+Explainer::Ranked Explainer::unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self,
+                                            bool with_own) const {
   std::unordered_map<DirLinkId, double> weight;
   for (uint32_t i : segs) {
     for (const Middle& m : segs_[i].middle) {
@@ -1411,9 +1422,7 @@ std::vector<DirLinkId> Explainer::unseenUpstream(const std::vector<uint32_t>& se
     ranked.emplace_back(-w, link);
   }
   std::sort(ranked.begin(), ranked.end());
-  std::vector<DirLinkId> out;
-  for (const auto& r : ranked) out.push_back(r.second);
-  return out;
+  return ranked;
 }
 
 // A fabric link's lossy flow-windows may have lost their probes on a
@@ -1433,12 +1442,13 @@ void Explainer::unseenStretchAlternatives(Hypothesis& h, const std::vector<Hypot
   }
   const auto mine = link_segs_.find(d);
   if (mine == link_segs_.end() || ev_.countersImplicate(d)) return;
-  const std::vector<DirLinkId> ranked = unseenUpstream(mine->second, d, true);
+  const Ranked ranked = unseenUpstream(mine->second, d, true);
   if (ranked.empty()) return;
   const Candidate& c = h.evidence;
   size_t tried = 0;
-  for (DirLinkId u : ranked) {
-    if (tried == kMaxUpstream) break;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (pastUpstreamCap(ranked, i, tried)) break;
+    const DirLinkId u = ranked[i].second;
     const Key uk{Key::kLink, u};
     if (ev_.countersImplicate(u) ||
         std::any_of(accepted.begin(), accepted.end(),
@@ -1787,20 +1797,21 @@ void Explainer::accessAmbiguity(Hypothesis& h) {
   // like the cable: an access link paged at 0.992 with a rail's uplink at
   // 5 % behind it and 47 of its 4,861 probes lost (full sweep draw 4176).
   const std::vector<uint32_t>& mine = link_segs_.at(d);
-  const std::vector<DirLinkId> ranked = unseenUpstream(mine, d, false);
+  const Ranked ranked = unseenUpstream(mine, d, false);
   const double own = windowLlr(mine, c.n, std::nullopt);
   const std::vector<FlowLoss::Flow> flows = ev_.flowLoss().flows(host_port, !into_host);
   const double own_flows = flows.empty() ? 0 : flowLlr(flows, 1);
-  for (size_t i = 0; i < ranked.size() && i < kMaxUpstream; ++i) {
-    double behind = own - windowLlr(mine, c.n, ranked[i]);
+  for (size_t i = 0; i < ranked.size() && !pastUpstreamCap(ranked, i, i); ++i) {
+    const DirLinkId u = ranked[i].second;
+    double behind = own - windowLlr(mine, c.n, u);
     // Flows overrule the windows only when they favour the upstream link
     // by ln 99: a port tracked for a pass or two has too few losses a flow
     // to tell a cable from anything, and its page would wait for nothing.
-    if (const double s = flows.empty() ? 0 : smallestShare(mine, ranked[i]); s > 0) {
+    if (const double s = flows.empty() ? 0 : smallestShare(mine, u); s > 0) {
       const double by_flows = own_flows - flowLlr(flows, s);
       if (by_flows <= -std::log(99.0)) behind = std::min(behind, by_flows);
     }
-    if (behind <= std::log(99.0)) h.candidates.push_back({Key::kLink, ranked[i]});
+    if (behind <= std::log(99.0)) h.candidates.push_back({Key::kLink, u});
     h.weigh(c.llr - behind);
   }
   if (!h.candidates.empty()) {

@@ -346,6 +346,48 @@ TEST(Explain, WithoutPathsAFabricFaultMakesAccessLinksAGroupNotAPage) {
   }
 }
 
+// One source's flows to a host, no path known: every uplink of the
+// source's leaf and every downlink into the host's carries each flow at the
+// same share, so sixteen rivals tie. Which eight come first is the order of
+// link ids, which says nothing; the lossy downlink (carrying nothing else,
+// so never a hypothesis of its own) must be weighed wherever it falls among
+// them, and the host's access link is a group with it.
+TEST(Explain, TiedUnseenRivalsOfAnAccessLinkAreAllWeighed) {
+  Fabric f(8, 4, 2);
+  const PortId src = f.hosts[0];
+  PortId dst = topology::kNone;
+  for (PortId h : f.hosts) {
+    if (f.leafOf(h) == f.leaves[1]) dst = h;
+  }
+  ASSERT_NE(dst, topology::kNone);
+  for (NodeId spine : {f.spines.front(), f.spines.back()}) {
+    SCOPED_TRACE(f.t.node(spine).name);
+    Mesh mesh(f);
+    const DirLinkId bad = f.between(spine, f.leaves[1]);
+    mesh.loss[bad] = 0.05;
+    mesh.one_way = true;
+    const PortId into = f.t.dirDstPort(f.t.ingressOf(dst));
+    // The host hears from the source only, and the downlink carries
+    // nothing else: it has no evidence of its own to be accepted on.
+    mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+      if (f.t.dirDstPort(fwd.back()) == into) return f.t.dirSrcPort(fwd.front()) == src;
+      return !testing::crosses(fwd, bad) && !testing::crosses(rev, bad);
+    };
+    mesh.path_known = [dst](PortId, PortId to, size_t) { return to != dst; };
+    FabricEvidence ev(f.t, {});
+    fill(ev, mesh, 120);
+    bool weighed = false;
+    for (const Hypothesis& h : explainLosses(ev, {})) {
+      if (h.key != Key{Key::kLink, f.t.ingressOf(dst)}) continue;
+      weighed = true;
+      EXPECT_NE(std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, bad}),
+                h.candidates.end());
+      EXPECT_LE(h.confidence, 0.5);
+    }
+    EXPECT_TRUE(weighed);
+  }
+}
+
 // Loss alone cannot tell apart links that carry the same lossy flows and
 // nothing else: one flow, lossy on its whole known path, is a group of the
 // fabric links in series on it, not a page on whichever the greedy took.
