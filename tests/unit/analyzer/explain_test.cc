@@ -437,6 +437,41 @@ TEST(Explain, LinksInSeriesOnTheSameLossyFlowAreAGroup) {
   EXPECT_GE(hs2[0].confidence, 0.99);
 }
 
+// One flow out of a leaf, its forward path known and its reply's not: the
+// uplink it crossed and any downlink its replies may have come back
+// through explain its losses. A flow keeps its path, so the downlink is one
+// draw of its share for the whole flow, not one per window: with nothing
+// else on either link, the uplink does not page on that flow alone.
+TEST(Explain, OneLossyFlowWithItsReplyUnseenIsNoPageOnItsUplink) {
+  Fabric f(4, 4, 2);
+  Mesh mesh(f);
+  mesh.reply_known = false;
+  const PortId src = f.hosts[0], dst = f.hosts[4];
+  const std::vector<DirLinkId> out = f.route(src, dst, 0);
+  const std::vector<DirLinkId> back = f.route(dst, src, mesh.replySpine(src, dst, 0));
+  const DirLinkId up = out[1], down = back[2];
+  ASSERT_EQ(f.t.dirDstNode(down), f.leafOf(src));
+  mesh.loss[down] = 0.2;
+  mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+    if (fwd == out) return true;
+    for (DirLinkId d : {up, down}) {
+      if (testing::crosses(fwd, d) || testing::crosses(rev, d)) return false;
+    }
+    return true;
+  };
+  FabricEvidence ev(f.t, {});
+  fill(ev, mesh, 120);
+  bool weighed = false;
+  for (const Hypothesis& h : explainLosses(ev, {})) {
+    if (h.key != Key{Key::kLink, up}) continue;
+    weighed = true;
+    EXPECT_LT(h.confidence, 0.99);
+    EXPECT_NE(std::find(h.candidates.begin(), h.candidates.end(), Key{Key::kLink, down}),
+              h.candidates.end());
+  }
+  EXPECT_TRUE(weighed);
+}
+
 // A lossy spine->leaf downlink that few flows are known to cross on the
 // way in, with no reply path known: the replies of the leaf's own flows
 // come back through it, so each uplink of the leaf, crossed for certain on
