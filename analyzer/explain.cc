@@ -160,8 +160,9 @@ class Explainer {
   std::pair<std::set<Key>, std::set<Key>> upstreamInstead(
       const std::vector<Hypothesis>& accepted) const;
   void jointUpstream(std::vector<Hypothesis>& accepted);
-  double windowLlr(const std::vector<uint32_t>& segs, double n_all,
-                   std::optional<DirLinkId> via) const;
+  double windowLlr(const std::vector<uint32_t>& segs, double n_all, std::optional<DirLinkId> via,
+                   bool per_flow = false) const;
+  void unseenRivalsOfHost(Hypothesis& h);
   double shareOn(const LossySegment& seg, DirLinkId via) const;
   double smallestShare(const std::vector<uint32_t>& segs, DirLinkId via) const;
   double flowLlr(const std::vector<FlowLoss::Flow>& flows, double s) const;
@@ -908,7 +909,10 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
       unseenStretchAlternatives(h, accepted);
       deadOnUnseenStretch(h);
     }
-    if (h.key.kind == Key::kNode) somePathsDead(h);
+    if (h.key.kind == Key::kNode) {
+      somePathsDead(h);
+      unseenRivalsOfHost(h);
+    }
     const SegmentLists& own = lists(h.key.kind);
     if (auto it = own.find(h.key.id); it != own.end()) h.certain = it->second;
   }
@@ -1114,11 +1118,13 @@ void Explainer::jointUpstream(std::vector<Hypothesis>& accepted) {
 // mean size, are a mixture too, at the smallest share seen, which favours
 // `via` (so ties go to ambiguity).
 double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
-                            std::optional<DirLinkId> via) const {
+                            std::optional<DirLinkId> via, bool per_flow) const {
   struct W {
     double n, k, q, s;
+    size_t flow;  // with per_flow: the windows of one flow (and share) mix as one
   };
   std::vector<W> ws;
+  std::map<std::tuple<uint32_t, bool, double>, size_t> flows;
   double n_lossy = 0, s_min = 1;
   for (uint32_t i : segs) {
     const LossySegment& seg = segs_[i];
@@ -1126,16 +1132,24 @@ double Explainer::windowLlr(const std::vector<uint32_t>& segs, double n_all,
     if (part <= 0) continue;
     const double sh = via ? shareOn(seg, *via) : 1;
     if (sh > 0) s_min = std::min(s_min, sh);
-    ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg), sh});
+    const size_t flow =
+        per_flow ? flows.try_emplace({seg.flow, seg.forward, sh}, ws.size()).first->second
+                 : ws.size();
+    ws.push_back({part * seg.n, part * seg.k, segmentBackground(seg), sh, flow});
     n_lossy += part * seg.n;
   }
   const double n_clean = std::max(0.0, n_all - n_lossy);
   const double n_window = ws.empty() ? 1 : std::max(1.0, n_lossy / static_cast<double>(ws.size()));
   const double clean_windows = n_clean / n_window;
   const double q_clean = ev_.background().one_way;
+  std::vector<double> lr(ws.size());
   return maxOverAddedLoss([&](double x) {
     double l = 0;
-    for (const W& w : ws) l += mixtureLog(w.s, windowLogRatio(w.n, w.k, w.q, x));
+    std::fill(lr.begin(), lr.end(), 0.0);
+    for (const W& w : ws) lr[w.flow] += windowLogRatio(w.n, w.k, w.q, x);
+    for (size_t j = 0; j < ws.size(); ++j) {
+      if (ws[j].flow == j) l += mixtureLog(ws[j].s, lr[j]);
+    }
     // Clean windows of the typical size: each crossed `via` with its share
     // and then lost nothing, or did not cross it.
     l += clean_windows * mixtureLog(s_min, windowLogRatio(n_window, 0, q_clean, x));
@@ -1671,6 +1685,46 @@ void Explainer::everyFlowDead(Hypothesis& h, const std::vector<uint32_t>& dead_s
   h.alt_name = "a link dead on the path of the " + std::to_string(n) +
                (n == 1 ? " flow" : " flows") + " to " + topo_.node(host).name +
                " (every probe lost, and the hash could have put them all on it)";
+}
+
+// A host losing at one rate on every flow to it (host_unreachable) against
+// a link on the unseen stretch of those flows, lossy for the flows the hash
+// put on it: each weighed on the host's windows, one mixture per flow (a
+// flow keeps its path). With few flows to a host, all through one lossy
+// downlink, the host is not told apart from it. Not the host's own links:
+// they are the host's, known on every flow. Windows mostly dead whole are
+// somePathsDead's and everyFlowDead's to weigh (a dead host or dead links).
+void Explainer::unseenRivalsOfHost(Hypothesis& h) {
+  const NodeId host = h.key.id;
+  const auto list = node_segs_.find(host);
+  if (list == node_segs_.end()) return;
+  double windows = 0, dead = 0;
+  for (uint32_t i : list->second) {
+    if (unexplained0_[i] <= 0) continue;
+    windows += 1;
+    dead += segs_[i].k >= segs_[i].n;
+  }
+  if (dead >= 0.5 * windows) return;
+  const Ranked ranked = unseenUpstream(list->second, kNone, false);
+  const Candidate& c = h.evidence;
+  const double own = windowLlr(list->second, c.n, std::nullopt);
+  size_t tried = 0;
+  for (size_t i = 0; i < ranked.size() && !pastUpstreamCap(ranked, i, tried); ++i) {
+    const DirLinkId u = ranked[i].second;
+    if (topo_.dirSrcNode(u) == host || topo_.dirDstNode(u) == host) continue;
+    ++tried;
+    const double behind = own - windowLlr(list->second, c.n, u, true);
+    const Key uk{Key::kLink, u};
+    if (behind <= std::log(99.0) &&
+        std::find(h.candidates.begin(), h.candidates.end(), uk) == h.candidates.end()) {
+      h.candidates.push_back(uk);
+      if (h.alt_name.empty()) {
+        h.alt_name = "link " + topo_.dirLinkName(u) +
+                     ", on a stretch of these flows' paths that discovery did not see";
+      }
+    }
+    h.weigh(c.llr - behind);
+  }
 }
 
 // A link's partial blackhole, seen on paths known only in part: flows that

@@ -772,6 +772,28 @@ TEST(EngineRules, OneDeadFlowToAHostIsNotAHostUnreachable) {
   EXPECT_TRUE(grouped) << describe(f.t, r);
 }
 
+// The same with a lossy link instead of a dead host: the one flow to the
+// host loses 30 % on a downlink its unseen path crossed, which carries
+// nothing else. A host losing at that rate and the downlink losing it for
+// the flows the hash put on it are one flow's evidence alike: no page.
+TEST(EngineRules, OneLossyFlowToAHostIsNotAHostUnreachable) {
+  Fabric f;
+  Script s(f);
+  const PortId h = f.port("host5:eth0");
+  const PortId from = f.port("host1:eth0");
+  const std::vector<DirLinkId> only = f.route(from, h, 0);
+  const DirLinkId down = only[2];
+  s.mesh.loss[down] = 0.3;
+  s.mesh.keep = [&](const std::vector<DirLinkId>& fwd, const std::vector<DirLinkId>& rev) {
+    if (f.t.dirDstPort(fwd.back()) == h) return fwd == only;
+    return !testing::crosses(fwd, down) && !testing::crosses(rev, down);
+  };
+  s.mesh.path_known = [h](PortId, PortId dst, size_t) { return dst != h; };
+  Report r = runEngine(f.t, s.build(300));
+  expectContract(f.t, r);
+  EXPECT_TRUE(localized(r).empty()) << describe(f.t, r);
+}
+
 TEST(EngineRules, LldpNeighbourMismatchIsMiscablingNamingThePorts) {
   Fabric f;
   Script s(f);
