@@ -1420,11 +1420,6 @@ double Explainer::llrWithout(DirLinkId u, DirLinkId d) const {
   });
 }
 
-// The links on the unseen stretches of `segs`, by the losses they could
-// explain there (share times what is left of each segment) and, `with_own`,
-// on the flows they carried for certain, the most first: links of equal
-// share on those stretches (the downlinks into one leaf) are told apart by
-// their own.
 // Whether the rival at i of `ranked` is past the cap, `tried` weighed so
 // far: beyond kMaxUpstream only those tied with the last one weighed.
 bool Explainer::pastUpstreamCap(const Ranked& ranked, size_t i, size_t tried) {
@@ -1432,6 +1427,11 @@ bool Explainer::pastUpstreamCap(const Ranked& ranked, size_t i, size_t tried) {
   return tried >= kMaxUpstream && i > 0 && ranked[i].first > ranked[i - 1].first;
 }
 
+// The links on the unseen stretches of `segs`, by the losses they could
+// explain there (share times what is left of each segment) and, `with_own`,
+// on the flows they carried for certain, the most first: links of equal
+// share on those stretches (the downlinks into one leaf) are told apart by
+// their own.
 Explainer::Ranked Explainer::unseenUpstream(const std::vector<uint32_t>& segs, DirLinkId self,
                                             bool with_own) const {
   std::unordered_map<DirLinkId, double> weight;
@@ -1640,8 +1640,8 @@ void Explainer::everyFlowDead(Hypothesis& h, const std::vector<uint32_t>& dead_s
   std::unordered_map<DirLinkId, std::pair<double, double>> on;  // flows, -ln share
   double flows = 0, probes = 0;
   for (uint32_t i : dead_segs) {
-    probes += segs_[i].n;
     const LossySegment& s = segs_[i];
+    probes += s.n;
     if (!seen.emplace(s.flow, s.forward).second) continue;
     const auto certain = ev_.lossy().linksOf(s);
     flows += 1;
