@@ -135,7 +135,11 @@ class Explainer {
                 const std::function<bool(size_t)>& counts) const;
   Candidate restOf(const Key& key, const std::vector<Hypothesis>& accepted,
                    const std::function<bool(size_t)>& counts) const;
-  void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted);
+  Candidate linkRestSince(DirLinkId d, double onset, const std::vector<Hypothesis>& accepted,
+                          const std::function<bool(size_t)>& counts) const;
+  double firstLoss(DirLinkId d) const;
+  void sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted,
+                              const std::vector<std::vector<Key>>& tied);
   std::vector<DirLinkId> ecmpSiblings(DirLinkId d) const;
   void siblingAlternative(Hypothesis& h, const std::vector<Hypothesis>& accepted);
   void somePathsDead(Hypothesis& h);
@@ -905,7 +909,6 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
     if (h.key.kind == Key::kLink) {
       accessAmbiguity(h);
       siblingAlternative(h, accepted);
-      sharedPathAlternatives(h, accepted);
       unseenStretchAlternatives(h, accepted);
       deadOnUnseenStretch(h);
     }
@@ -913,6 +916,14 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
       somePathsDead(h);
       unseenRivalsOfHost(h);
     }
+  }
+  // Rivals on shared paths last, once every hypothesis has its other
+  // rivals: one tied with a rival does not explain the rival's evidence
+  // away (sharedPathAlternatives), whichever of the two came first.
+  std::vector<std::vector<Key>> tied;
+  for (const Hypothesis& h : accepted) tied.push_back(h.candidates);
+  for (Hypothesis& h : accepted) {
+    if (h.key.kind == Key::kLink) sharedPathAlternatives(h, accepted, tied);
     const SegmentLists& own = lists(h.key.kind);
     if (auto it = own.find(h.key.id); it != own.end()) h.certain = it->second;
   }
@@ -1248,6 +1259,50 @@ Candidate Explainer::restOf(const Key& key, const std::vector<Hypothesis>& accep
   return rest;
 }
 
+// The same for link d, from the bucket of `onset` on: its probes there,
+// less the shares of its lossy segments there that the others explain (or
+// that counters or another's claim took before the search).
+Candidate Explainer::linkRestSince(DirLinkId d, double onset,
+                                   const std::vector<Hypothesis>& accepted,
+                                   const std::function<bool(size_t)>& counts) const {
+  const size_t stretch = bucketsSince(onset, ev_.links());
+  const size_t short_stretch = std::min(stretch, short_buckets_);
+  Candidate rest;
+  const Tally t = ev_.links().recent(d, stretch), ts = ev_.links().recent(d, short_stretch);
+  rest.n = t.n, rest.k = t.k, rest.ns = ts.n, rest.ks = ts.k;
+  if (const BucketedTallies* rt = ev_.linksRoundTrip()) {
+    const Tally r = rt->recent(d, stretch), rs = rt->recent(d, short_stretch);
+    rest.n_rt = r.n, rest.k_rt = r.k, rest.ns_rt = rs.n, rest.ks_rt = rs.k;
+  }
+  const Key key{Key::kLink, d};
+  const uint64_t mine = encodeKey(key);
+  const int64_t from = bucketOf(onset, ev_.bucketWidth());
+  const double short_from =
+      static_cast<double>(ev_.links().newestBucket() - static_cast<int64_t>(short_stretch) + 1) *
+      ev_.bucketWidth();
+  auto others = [&](size_t j) { return accepted[j].key != key && counts(j); };
+  for (uint32_t i : link_segs_.at(d)) {
+    if (bucketOf(segs_[i].t, ev_.bucketWidth()) < from) continue;
+    if (segs_[i].claimed_by == mine) continue;  // its own, whoever else crosses it
+    const double part = 1 - unexplained0_[i] * leftBy(i, accepted, others);
+    if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from);
+  }
+  score(rest);
+  return rest;
+}
+
+// When link d's first lossy window not yet explained before the search
+// began (INFINITY: none).
+double Explainer::firstLoss(DirLinkId d) const {
+  double first = INFINITY;
+  if (auto list = link_segs_.find(d); list != link_segs_.end()) {
+    for (uint32_t i : list->second) {
+      if (unexplained0_[i] > 0) first = std::min(first, segs_[i].t);
+    }
+  }
+  return first;
+}
+
 // Links in series: every lossy flow-window of a link also crossed, for
 // certain, whatever else lies on its path, and when the losses come from
 // one or a few flows, another link of those paths explains them as well.
@@ -1257,8 +1312,10 @@ Candidate Explainer::restOf(const Key& key, const std::vector<Hypothesis>& accep
 // the evidence as it would stand without this hypothesis: within ln 99
 // nats, it joins the group (and alone keeps the posterior below 0.99).
 // The reverse direction is the same cable (weighed as `alt` above); a
-// link accepted on its own evidence is no alternative.
-void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted) {
+// link accepted on its own evidence is no alternative. `tied` holds each
+// accepted hypothesis's other rivals (a link can be the rival of two).
+void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothesis>& accepted,
+                                       const std::vector<std::vector<Key>>& tied) {
   if (accepted.size() > kMaxBackwardChecks) return;
   const DirLinkId d = h.key.id;
   const auto mine = link_segs_.find(d);
@@ -1283,7 +1340,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
   size_t self = 0;
   while (self < accepted.size() && accepted[self].key != h.key) ++self;
   auto others = [self](size_t j) { return j != self; };
-  const double own = restOf(h.key, accepted, others).llr;
+  const double first_own = firstLoss(d);
   for (const auto& [neg_weight, u] : ranked) {
     const Key uk{Key::kLink, u};
     const bool taken = std::any_of(accepted.begin(), accepted.end(),
@@ -1291,7 +1348,18 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
     if (taken || std::find(h.candidates.begin(), h.candidates.end(), uk) != h.candidates.end()) {
       continue;
     }
-    const double l = restOf(uk, accepted, others).llr;
+    // An accepted hypothesis tied with u (u among its rivals) does not
+    // explain u's evidence away: where u is the fault, that one is not.
+    // Both are weighed since the first lossy window of either (as in
+    // jointLlr): the clean probes before it say nothing of a fault younger
+    // than the horizon, and would hold the link with more of them to a
+    // lower rate.
+    const double onset = std::min(first_own, firstLoss(u));
+    const double own = linkRestSince(d, onset, accepted, others).llr;
+    const double l =
+        linkRestSince(u, onset, accepted, [&](size_t j) {
+          return j != self && std::find(tied[j].begin(), tied[j].end(), uk) == tied[j].end();
+        }).llr;
     if (l >= own - std::log(99.0)) {
       h.candidates.push_back(uk);
       if (h.alt_name.empty() || h.candidates.size() == 1) {
