@@ -917,9 +917,9 @@ void Explainer::posteriors(std::vector<Hypothesis>& accepted) {
       unseenRivalsOfHost(h);
     }
   }
-  // Rivals on shared paths last, once every hypothesis has its other
-  // rivals: one tied with a rival does not explain the rival's evidence
-  // away (sharedPathAlternatives), whichever of the two came first.
+  // Rivals on shared paths last, once every hypothesis has its rivals of
+  // the other kinds: one tied with a rival does not explain the rival's
+  // evidence away (sharedPathAlternatives), whichever of the two came first.
   std::vector<std::vector<Key>> tied;
   for (const Hypothesis& h : accepted) tied.push_back(h.candidates);
   for (Hypothesis& h : accepted) {
@@ -1260,8 +1260,9 @@ Candidate Explainer::restOf(const Key& key, const std::vector<Hypothesis>& accep
 }
 
 // The same for link d, from the bucket of `onset` on: its probes there,
-// less the shares of its lossy segments there that the others explain (or
-// that counters or another's claim took before the search).
+// less the shares of its lossy segments there that restOf takes out (what
+// counters and others' claims took before the search, unless the link was
+// shielded then, and what the others explain).
 Candidate Explainer::linkRestSince(DirLinkId d, double onset,
                                    const std::vector<Hypothesis>& accepted,
                                    const std::function<bool(size_t)>& counts) const {
@@ -1276,28 +1277,32 @@ Candidate Explainer::linkRestSince(DirLinkId d, double onset,
   }
   const Key key{Key::kLink, d};
   const uint64_t mine = encodeKey(key);
+  const bool shielded = link_c0_.at(d).accepted;
   const int64_t from = bucketOf(onset, ev_.bucketWidth());
   const double short_from =
-      static_cast<double>(ev_.links().newestBucket() - static_cast<int64_t>(short_stretch) + 1) *
+      (static_cast<double>(ev_.links().newestBucket()) - static_cast<double>(short_stretch) + 1) *
       ev_.bucketWidth();
   auto others = [&](size_t j) { return accepted[j].key != key && counts(j); };
   for (uint32_t i : link_segs_.at(d)) {
     if (bucketOf(segs_[i].t, ev_.bucketWidth()) < from) continue;
-    if (segs_[i].claimed_by == mine) continue;  // its own, whoever else crosses it
-    const double part = 1 - unexplained0_[i] * leftBy(i, accepted, others);
+    const double before = shielded                      ? 0
+                          : segs_[i].claimed_by == mine ? 1 - unclaimed_[i]
+                                                        : 1 - unexplained0_[i];
+    const double part = before + unexplained0_[i] * (1 - leftBy(i, accepted, others));
     if (part > 0) rest.remove(part, segs_[i], segs_[i].t >= short_from);
   }
   score(rest);
   return rest;
 }
 
-// When link d's first lossy window not yet explained before the search
-// began (INFINITY: none).
+// When link d's first lossy window that counts for it began (INFINITY:
+// none): one not explained before the search, or one of its own claims.
 double Explainer::firstLoss(DirLinkId d) const {
   double first = INFINITY;
+  const uint64_t mine = encodeKey({Key::kLink, d});
   if (auto list = link_segs_.find(d); list != link_segs_.end()) {
     for (uint32_t i : list->second) {
-      if (unexplained0_[i] > 0) first = std::min(first, segs_[i].t);
+      if (unexplained0_[i] > 0 || segs_[i].claimed_by == mine) first = std::min(first, segs_[i].t);
     }
   }
   return first;
@@ -1329,6 +1334,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
       if (u != d && u != Topology::reverse(d)) weight[u] += w;
     }
   }
+  if (total <= 0) return;  // all its losses were claimed or explained before the search
   std::vector<std::pair<double, DirLinkId>> ranked;
   for (auto [u, w] : weight) {
     if (w >= 0.25 * total && !ev_.countersImplicate(u)) ranked.emplace_back(-w, u);
@@ -1355,6 +1361,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
     // than the horizon, and would hold the link with more of them to a
     // lower rate.
     const double onset = std::min(first_own, firstLoss(u));
+    if (!std::isfinite(onset)) continue;
     const double own = linkRestSince(d, onset, accepted, others).llr;
     const double l =
         linkRestSince(u, onset, accepted, [&](size_t j) {
