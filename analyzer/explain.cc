@@ -1347,6 +1347,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
   while (self < accepted.size() && accepted[self].key != h.key) ++self;
   auto others = [self](size_t j) { return j != self; };
   const double first_own = firstLoss(d);
+  double own = 0, own_onset = NAN;  // its evidence since own_onset (most rivals share one)
   for (const auto& [neg_weight, u] : ranked) {
     const Key uk{Key::kLink, u};
     const bool taken = std::any_of(accepted.begin(), accepted.end(),
@@ -1362,7 +1363,7 @@ void Explainer::sharedPathAlternatives(Hypothesis& h, const std::vector<Hypothes
     // lower rate.
     const double onset = std::min(first_own, firstLoss(u));
     if (!std::isfinite(onset)) continue;
-    const double own = linkRestSince(d, onset, accepted, others).llr;
+    if (onset != own_onset) own = linkRestSince(d, own_onset = onset, accepted, others).llr;
     const double l =
         linkRestSince(u, onset, accepted, [&](size_t j) {
           return j != self && std::find(tied[j].begin(), tied[j].end(), uk) == tied[j].end();

@@ -3,6 +3,7 @@
 // test over random fabrics and random single link faults, and end-to-end
 // regressions on the shipped scenarios, scored by the contract's rules.
 
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -281,6 +282,43 @@ TEST(EngineBackwardCheck, PartialBlackholeIsNotAlsoBlamedOnAnAccessLink) {
   EXPECT_EQ(score.recall, 1.0) << describe(*topo, r) << scoreText(score);
 }
 
+// A draw of the accuracy sweep replayed (bench/sweep.cc): 300 s runs in
+// 5 s windows on a fat-tree k=8, CRC hashing, path knowledge per flow,
+// round trips only; the test sets the rest. Run with the draw's seed and
+// the ECMP seed the sweep derives from it, then scored.
+sim::Scenario sweepDraw() {
+  sim::Scenario s;
+  s.file = "test";
+  EXPECT_TRUE(sim::parseFabricSpec("fat-tree:k=8", s.fabric).empty());
+  s.duration_s = 300;
+  s.window_s = 5;
+  s.budget.flows_per_peer = 1;
+  s.ecmp_hash = "crc";
+  s.noise.background_loss = 1e-7;
+  s.noise.path_knowledge = "flow";
+  s.noise.one_way = 0;
+  return s;
+}
+
+struct DrawRun {
+  std::optional<Topology> topo;
+  Report report;
+  sim::ScoreResult score;
+};
+
+DrawRun runDraw(const sim::Scenario& s, uint64_t seed) {
+  DrawRun out;
+  std::vector<topology::Diagnostic> errors;
+  out.topo = sim::buildFabric(s.fabric, errors);
+  EXPECT_TRUE(out.topo) << (errors.empty() ? "" : errors[0].str());
+  if (!out.topo) return out;
+  SimLog log = simulate(*out.topo, s, seed, sim::mix64(seed * 7919 + 17));
+  out.report = runEngine(*out.topo, log.records);
+  expectContract(*out.topo, out.report);
+  out.score = sim::scoreReport(log.truth, toScorable(*out.topo, out.report), &*out.topo);
+  return out;
+}
+
 // A 20 % edge->agg uplink on a fat-tree, 70 % of the flows' paths unknown
 // and no reply paths nor one-way counts: every host behind that edge
 // switch loses on the quarter of its flows hashed onto the uplink. Each
@@ -291,36 +329,21 @@ TEST(EngineBackwardCheck, PartialBlackholeIsNotAlsoBlamedOnAnAccessLink) {
 // mixture that the one uplink explains far better (bench/accuracy --sweep
 // ci --only 183).
 TEST(EngineUpstream, AnUplinkBehindSeveralHostsGroupsIsFoundInsteadOfThem) {
-  sim::Scenario s;
-  s.file = "test";
-  ASSERT_TRUE(sim::parseFabricSpec("fat-tree:k=8", s.fabric).empty());
-  s.duration_s = 300;
-  s.window_s = 5;
+  sim::Scenario s = sweepDraw();
   s.budget.peers = 64;
-  s.budget.flows_per_peer = 1;
   s.budget.probes_per_second = 64;
-  s.ecmp_hash = "crc";
-  s.noise.background_loss = 1e-7;
   s.noise.missing_records = 0.01;
   s.noise.late_records = 0.005;
   s.noise.late_max_s = 20;
-  s.noise.path_knowledge = "flow";
   s.noise.path_unknown = 0.7;
   s.noise.reply_path_known = 0;
-  s.noise.one_way = 0;
   sim::FaultSpec f = linkLoss(0.2, 65);
   f.link.exact = "edge5-4:swp8->agg5-4:swp4";
   s.faults.push_back(f);
-  std::vector<topology::Diagnostic> errors;
-  auto topo = sim::buildFabric(s.fabric, errors);
-  ASSERT_TRUE(topo) << errors[0].str();
-  const uint64_t seed = 100184;
-  SimLog log = simulate(*topo, s, seed, sim::mix64(seed * 7919 + 17));
-  Report r = runEngine(*topo, log.records);
-  expectContract(*topo, r);
-  sim::ScoreResult score = sim::scoreReport(log.truth, toScorable(*topo, r), &*topo);
-  EXPECT_EQ(score.precision, 1.0) << describe(*topo, r) << scoreText(score);
-  EXPECT_EQ(score.recall, 1.0) << describe(*topo, r) << scoreText(score);
+  const DrawRun run = runDraw(s, 100184);
+  ASSERT_TRUE(run.topo);
+  EXPECT_EQ(run.score.precision, 1.0) << describe(*run.topo, run.report) << scoreText(run.score);
+  EXPECT_EQ(run.score.recall, 1.0) << describe(*run.topo, run.report) << scoreText(run.score);
 }
 
 // Eight faults in a fat-tree, 2 peers x 1 flow per host port re-drawn
@@ -331,24 +354,15 @@ TEST(EngineUpstream, AnUplinkBehindSeveralHostsGroupsIsFoundInsteadOfThem) {
 // 2958, the faults and seed of that draw). A hypothesis tied with a rival
 // does not explain the rival's evidence away.
 TEST(EngineRules, AGroupDoesNotTakeTheEvidenceOfItsOwnRival) {
-  sim::Scenario s;
-  s.file = "test";
-  ASSERT_TRUE(sim::parseFabricSpec("fat-tree:k=8", s.fabric).empty());
-  s.duration_s = 300;
-  s.window_s = 5;
+  sim::Scenario s = sweepDraw();
   s.budget.peers = 2;
-  s.budget.flows_per_peer = 1;
   s.budget.probes_per_second = 4;
   s.redraw_s = 60;
-  s.ecmp_hash = "crc";
-  s.noise.background_loss = 1e-7;
   s.noise.missing_records = 0.05;
   s.noise.late_records = 0.02;
   s.noise.late_max_s = 25;
-  s.noise.path_knowledge = "flow";
   s.noise.path_unknown = 0.3;
   s.noise.reply_path_known = 1;
-  s.noise.one_way = 0;
   const std::pair<const char*, double> faults[] = {
       {"host3-4-1:eth0->edge3-4:swp1", 0.01}, {"host1-3-3:eth0->edge1-3:swp3", 0.005},
       {"edge2-1:swp6->agg2-2:swp1", 0.005},   {"agg3-1:swp4->edge3-4:swp5", 0.05},
@@ -361,15 +375,9 @@ TEST(EngineRules, AGroupDoesNotTakeTheEvidenceOfItsOwnRival) {
     s.faults.push_back(f);
     onset += 10;
   }
-  std::vector<topology::Diagnostic> errors;
-  auto topo = sim::buildFabric(s.fabric, errors);
-  ASSERT_TRUE(topo) << errors[0].str();
-  const uint64_t seed = 202959;
-  SimLog log = simulate(*topo, s, seed, sim::mix64(seed * 7919 + 17));
-  Report r = runEngine(*topo, log.records);
-  expectContract(*topo, r);
-  sim::ScoreResult score = sim::scoreReport(log.truth, toScorable(*topo, r), &*topo);
-  EXPECT_EQ(score.precision, 1.0) << describe(*topo, r) << scoreText(score);
+  const DrawRun run = runDraw(s, 202959);
+  ASSERT_TRUE(run.topo);
+  EXPECT_EQ(run.score.precision, 1.0) << describe(*run.topo, run.report) << scoreText(run.score);
 }
 
 // ---- regression: the shipped scenarios, smaller ---------------------------------
