@@ -8,7 +8,8 @@
 # analyzer acknowledged (each ack is sent after the batch is in the engine),
 # the analyzer's own CPU time per record acknowledged (utime + stime from
 # /proc/PID/stat, which holds even with the load generator on the same
-# cores), its peak RSS, threads and file descriptors. At --speed 0 the
+# cores), its peak RSS, threads and file descriptors, and the load
+# generator's own CPU per record (it shares the machine). At --speed 0 the
 # synthetic clocks run up to DURATION_S ahead of the analyzer's, so its
 # --max-future is set past that (else the records beyond 60 s would be
 # rejected as `future`: the `rejected` field must read 0). They can also
@@ -104,6 +105,9 @@ for task in /proc/$analyzer_pid/task/*; do
 done
 rate=$(grep -o '([0-9,]* records/s acknowledged)' "$work/simulate.err" | tr -d '(),' | awk '{print $1}')
 records=$(grep -o 'delivered [0-9,]* records' "$work/simulate.err" | tr -d ',' | awk '{print $2}')
+# The load generator's own CPU (simulating, encoding, its streams; start-up
+# included), which shares the machine with the analyzer.
+gen_cpu_s=$(grep -o 'generator CPU [0-9.]* s' "$work/simulate.err" | awk '{print $3}' || true)
 
 http=$(grep -o 'http=http://[0-9.:]*' "$work/analyzer.err" | cut -d= -f2 || true)
 # Nothing may be dropped, rejected or aged out: the analyzer's own counters
@@ -133,5 +137,7 @@ load_us=$(awk -v t="$((ticks - ticks_start))" -v hz="$(getconf CLK_TCK)" -v n="$
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
 engine_us=$(awk -v t="$engine_ticks" -v hz="$(getconf CLK_TCK)" -v n="$records" \
   'BEGIN { if (n > 0) printf "%.2f", t / hz * 1e6 / n; else print "n/a" }')
+gen_us=$(awk -v c="${gen_cpu_s:-0}" -v n="$records" \
+  'BEGIN { if (n > 0 && c > 0) printf "%.2f", c * 1e6 / n; else print "n/a" }')
 startup_s=$(awk -v t="$ticks_start" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }')
-echo "live_ingest size=$size speed=${SPEED:-0} batch_interval_s=${BATCH_INTERVAL:-1} scenario=${SCENARIO:-default} agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a} passes=${passes:-n/a} passes_over_1s=${passes_over_1s:-n/a} longest_pass_le_s=${pass_max_le:-n/a} rss_peak_kib_first_half=${rss_halves% *} rss_peak_kib_second_half=${rss_halves#* }"
+echo "live_ingest size=$size speed=${SPEED:-0} batch_interval_s=${BATCH_INTERVAL:-1} scenario=${SCENARIO:-default} agents=$agents streams=${streams:-n/a} analyzer_peak_threads=${peak_threads:-n/a} analyzer_peak_fds=${peak_fds:-n/a} duration_s=$duration records=$records records_per_s=$rate analyzer_cpu_us_per_record=$cpu_us analyzer_startup_cpu_s=$startup_s analyzer_cpu_us_per_record_after_startup=$load_us engine_thread_cpu_us_per_record=$engine_us generator_cpu_us_per_record=$gen_us analyzer_peak_rss_kib=$rss ingested=${ingested:-n/a} rejected=${rejected:-n/a} too_late=${too_late:-n/a} queue_blocked_s=${blocked:-n/a} passes=${passes:-n/a} passes_over_1s=${passes_over_1s:-n/a} longest_pass_le_s=${pass_max_le:-n/a} rss_peak_kib_first_half=${rss_halves% *} rss_peak_kib_second_half=${rss_halves#* }"

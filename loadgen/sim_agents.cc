@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -56,13 +57,6 @@ SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
     agents_.push_back(std::move(a));
     if (i % per_connection == 0) channels.push_back(channel);
   }
-  maintainer_ = std::thread([this] {
-    while (!stop_.load()) {
-      const auto now = std::chrono::steady_clock::now();
-      for (auto& a : agents_) a->link->maintain(now);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
   // Connect every stream before the first record is stamped "now": 16k
   // connections take a while to set up, and records stamped before their
   // stream could carry them would reach the analyzer behind its clock. In
@@ -81,6 +75,17 @@ SimAgents::SimAgents(const topology::Topology& topo, SimAgentsOptions options)
     for (size_t i = from; i < to && up; ++i) up = channels[i]->WaitForConnected(deadline);
     if (!up) break;
   }
+  // Streams open only now: a call on a channel still connecting would start
+  // its handshake at once, every wave's together, and fail fast when it
+  // did not finish in time (gRPC's "tcp handshaker shutdown"), to be
+  // retried: the very storm the waves avoid.
+  maintainer_ = std::thread([this] {
+    while (!stop_.load()) {
+      const auto now = std::chrono::steady_clock::now();
+      for (auto& a : agents_) a->link->maintain(now);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
 }
 
 SimAgents::~SimAgents() {
@@ -236,10 +241,16 @@ SimAgentsStats SimAgents::stats() const {
   s.id_batches = id_batches_;
   s.seconds = seconds_;
   s.time_shift = shift_;
+  std::map<std::string, size_t> reasons;
   for (auto& a : agents_) {
     const AgentLink::Stats l = a->link->stats();
     s.acked += l.acked;
     s.reconnects += l.reconnects;
+    if (l.reconnects > 0 && !l.last_error.empty()) ++reasons[l.last_error];
+  }
+  size_t most = 0;
+  for (const auto& [why, n] : reasons) {
+    if (n > most) most = n, s.reconnect_reason = why;
   }
   return s;
 }

@@ -63,9 +63,10 @@ struct SimAgentsOptions {
 
 struct SimAgentsStats {
   uint64_t records = 0, batches = 0, acked = 0, reconnects = 0;
-  uint64_t id_batches = 0;  // batches that named ports by compact id
-  double seconds = 0;       // wall time from the first record to the last ack
-  double time_shift = 0;    // added to every telemetry time
+  std::string reconnect_reason;  // the last error most links last saw, if any
+  uint64_t id_batches = 0;       // batches that named ports by compact id
+  double seconds = 0;            // wall time from the first record to the last ack
+  double time_shift = 0;         // added to every telemetry time
 };
 
 // How many streams SimAgents opens for `requested` (SimAgentsOptions::agents)
