@@ -6,6 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "topology/drain.h"
 #include "topology/ecmp.h"
 #include "topology/generators.h"
 #include "topology/loader.h"
@@ -88,6 +89,25 @@ void BM_Rail100k_Generate(benchmark::State& state) {
   }
 }
 
+// Drain plans (what /metrics and `explain` make for each link with an open
+// incident): random links of one kind, each planned on a fresh router.
+void drainPlans(benchmark::State& state, const Topology& t, bool access) {
+  std::vector<LinkId> links;
+  for (LinkId l = 0; l < t.linkCount(); ++l) {
+    const bool host_end =
+        t.node(t.port(t.link(l).a).node).isHost() || t.node(t.port(t.link(l).b).node).isHost();
+    if (host_end == access) links.push_back(l);
+  }
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<size_t> pick(0, links.size() - 1);
+  Router router(t);
+  for (auto _ : state) benchmark::DoNotOptimize(planDrain(router, links[pick(rng)]).safe);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Rail100k_DrainPlanFabric(benchmark::State& s) { drainPlans(s, rail100k(), false); }
+void BM_Rail100k_DrainPlanAccess(benchmark::State& s) { drainPlans(s, rail100k(), true); }
+
 // Loader throughput on a mid-size fabric held in memory (no disk I/O).
 void loadFrom(benchmark::State& state, const Topology& t, bool json) {
   std::ostringstream text;
@@ -120,6 +140,8 @@ BENCHMARK(BM_Rail100k_Generate)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Rail100k_CountPaths)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rail100k_EnumeratePaths)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rail100k_LinkShares)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Rail100k_DrainPlanFabric)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Rail100k_DrainPlanAccess)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Load_LeafSpine8k_Yaml)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Load_LeafSpine8k_Json)->Unit(benchmark::kMillisecond);
 

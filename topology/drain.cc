@@ -1,7 +1,6 @@
 #include "topology/drain.h"
 
 #include <algorithm>
-#include <deque>
 #include <numeric>
 #include <unordered_set>
 
@@ -10,29 +9,30 @@ namespace {
 
 constexpr uint32_t kFar = UINT32_MAX;
 
-// Hop distance of every node from the nearest host over all links (up or
-// down: tiers are a property of the cabling, not of today's state).
-std::vector<uint32_t> tiers(const Topology& topo) {
-  std::vector<uint32_t> dist(topo.nodeCount(), kFar);
-  std::deque<NodeId> queue;
-  for (NodeId n = 0; n < topo.nodeCount(); ++n) {
-    if (topo.node(n).isHost()) {
-      dist[n] = 0;
-      queue.push_back(n);
-    }
-  }
-  while (!queue.empty()) {
-    NodeId u = queue.front();
-    queue.pop_front();
-    for (DirLinkId d : topo.outLinks(u)) {
-      NodeId v = topo.dirDstNode(d);
-      if (dist[v] == kFar) {
-        dist[v] = dist[u] + 1;
-        queue.push_back(v);
+// Hop distance of node n from the nearest host over all links (up or down:
+// tiers are a property of the cabling, not of today's state). A walk out
+// from n that stops at the first host, so a node's tier costs its
+// neighbourhood, not the fabric.
+uint32_t tierOf(const Topology& topo, NodeId n) {
+  if (topo.node(n).isHost()) return 0;
+  std::vector<bool> seen(topo.nodeCount(), false);
+  std::vector<NodeId> level{n}, next;
+  seen[n] = true;
+  for (uint32_t dist = 1; !level.empty(); ++dist) {
+    next.clear();
+    for (NodeId u : level) {
+      for (DirLinkId d : topo.outLinks(u)) {
+        const NodeId v = topo.dirDstNode(d);
+        if (topo.node(v).isHost()) return dist;
+        if (!seen[v]) {
+          seen[v] = true;
+          next.push_back(v);
+        }
       }
     }
+    level.swap(next);
   }
-  return dist;
+  return kFar;
 }
 
 struct UnionFind {
@@ -91,11 +91,59 @@ std::vector<size_t> reachableHosts(const Topology& topo, const Router& router, L
   return reach;
 }
 
-std::string tierName(const Topology& topo, const std::vector<uint32_t>& tier, NodeId n) {
+// Whether a switch of `targets` is reachable from switch `from` over up
+// switch-to-switch links other than `skip`. A breadth-first walk that stops
+// at the first one: in a Clos fabric that is a few hops away, where
+// reachableHosts walks every link of the fabric (12 ms at 102,400 host ports).
+bool switchesMeet(const Topology& topo, const Router& router, NodeId from,
+                  const std::vector<NodeId>& targets, LinkId skip) {
+  auto target = [&](NodeId n) {
+    return std::find(targets.begin(), targets.end(), n) != targets.end();
+  };
+  if (target(from)) return true;
+  std::vector<bool> seen(topo.nodeCount(), false);
+  std::vector<NodeId> queue{from};
+  seen[from] = true;
+  for (size_t head = 0; head < queue.size(); ++head) {
+    for (DirLinkId d : topo.outLinks(queue[head])) {
+      const LinkId l = Topology::linkOf(d);
+      const NodeId v = topo.dirDstNode(d);
+      if (l == skip || router.isDown(l) || seen[v] || topo.node(v).isHost()) continue;
+      if (target(v)) return true;
+      seen[v] = true;
+      queue.push_back(v);
+    }
+  }
+  return false;
+}
+
+// Whether taking `link` out could change which hosts reach which: false when
+// its two ends stay joined without it. Hosts do not forward, so switches
+// meet over switch links only, and a host keeps its reach when another of
+// its up links lands in the same switch component. Host-to-host cables and
+// hosts with no other link are left to the full count.
+bool reachMayChange(const Topology& topo, const Router& router, LinkId link) {
+  const NodeId a = topo.port(topo.link(link).a).node, b = topo.port(topo.link(link).b).node;
+  const bool a_host = topo.node(a).isHost(), b_host = topo.node(b).isHost();
+  if (a_host && b_host) return true;
+  if (!a_host && !b_host) return !switchesMeet(topo, router, a, {b}, link);
+  const NodeId host = a_host ? a : b, sw = a_host ? b : a;
+  std::vector<NodeId> others;
+  for (DirLinkId d : topo.outLinks(host)) {
+    const NodeId v = topo.dirDstNode(d);
+    if (Topology::linkOf(d) != link && !router.isDown(Topology::linkOf(d)) &&
+        !topo.node(v).isHost()) {
+      others.push_back(v);
+    }
+  }
+  return others.empty() || !switchesMeet(topo, router, sw, others, kNone);
+}
+
+std::string tierName(const Topology& topo, uint32_t tier, NodeId n) {
   // Named after the node's role; nodes of other roles by their distance.
   const Node& node = topo.node(n);
   if (node.role != Role::kOther) return std::string(roleName(node.role));
-  return tier[n] == kFar ? "isolated" : "tier " + std::to_string(tier[n]);
+  return tier == kFar ? "isolated" : "tier " + std::to_string(tier);
 }
 
 }  // namespace
@@ -104,25 +152,26 @@ DrainPlan planDrain(const Router& router, LinkId link) {
   const Topology& topo = router.topology();
   DrainPlan plan;
   plan.link = link;
-  const std::vector<uint32_t> tier = tiers(topo);
   NodeId a = topo.port(topo.link(link).a).node, b = topo.port(topo.link(link).b).node;
   // The end nearer the hosts is the lower one; on a tie (a link within one
   // tier) the first end in the file.
-  plan.lower = tier[b] < tier[a] ? b : a;
+  const uint32_t tier_a = tierOf(topo, a), tier_b = tierOf(topo, b);
+  plan.lower = tier_b < tier_a ? b : a;
   plan.upper = plan.lower == a ? b : a;
-  plan.lower_tier = tierName(topo, tier, plan.lower);
-  plan.upper_tier = tierName(topo, tier, plan.upper);
+  const uint32_t upper_tier = plan.lower == a ? tier_b : tier_a;
+  plan.lower_tier = tierName(topo, plan.lower == a ? tier_a : tier_b, plan.lower);
+  plan.upper_tier = tierName(topo, upper_tier, plan.upper);
   plan.already_down = router.isDown(link);
 
   for (DirLinkId d : topo.outLinks(plan.lower)) {
     LinkId l = Topology::linkOf(d);
-    if (router.isDown(l) || tier[topo.dirDstNode(d)] != tier[plan.upper]) continue;
+    if (router.isDown(l) || tierOf(topo, topo.dirDstNode(d)) != upper_tier) continue;
     ++plan.width_before;
     if (l != link) ++plan.width_after;
   }
 
   bool partitions = false;
-  if (!plan.already_down) {
+  if (!plan.already_down && reachMayChange(topo, router, link)) {
     std::vector<size_t> before = reachableHosts(topo, router, kNone);
     std::vector<size_t> after = reachableHosts(topo, router, link);
     // Stranded: hosts cut off from the bulk of the fabric (those left
