@@ -473,14 +473,6 @@ LinkCounters Engine::linkCounters(topology::LinkId link, double seconds) const {
   return out;
 }
 
-Coverage Engine::coverage(double min_probes) const {
-  Coverage c;
-  const BucketedTallies& links = impl_->evidence.links();
-  c.dirlinks = links.size();
-  for (size_t d = 0; d < c.dirlinks; ++d) c.covered += links.total(d).n >= min_probes;
-  return c;
-}
-
 double Engine::backgroundLoss() const { return impl_->evidence.background().round_trip; }
 
 void Engine::setDrained(const DrainState& drains) {

@@ -92,13 +92,6 @@ struct LinkCounters {
   double window_s = 0;         // the window (whole buckets)
 };
 
-// How much of the fabric the probes see: directed links crossed by at least
-// `min_probes` probes of known path over the horizon.
-struct Coverage {
-  size_t dirlinks = 0;
-  size_t covered = 0;
-};
-
 class Engine : public telemetry::RecordSink {
  public:
   explicit Engine(const topology::Topology& topo, EngineConfig config = {});
@@ -131,7 +124,6 @@ class Engine : public telemetry::RecordSink {
   // The link's counters over the newest `seconds` (rounded up to whole
   // buckets, at most the horizon).
   LinkCounters linkCounters(topology::LinkId link, double seconds) const;
-  Coverage coverage(double min_probes) const;
   // The fabric-wide round-trip loss ratio of a probe with no fault (last
   // pass); one-way counts are held to one direction's, about half of it.
   double backgroundLoss() const;

@@ -546,7 +546,7 @@ struct AnalyzerMetrics::Impl {
     }
   }
 
-  void degraded(const analyzer::Engine& engine) {
+  void degraded(const std::vector<analyzer::LinkEvidence>& evidence) {
     if (options.top_degraded == 0) return;
     struct Item {
       double excess_lost;
@@ -558,8 +558,8 @@ struct AnalyzerMetrics::Impl {
     // that lose a lot over few, as the evidence they give does.
     auto cmp = [](const Item& a, const Item& b) { return a.excess_lost > b.excess_lost; };
     std::vector<Item> heap;
-    for (DirLinkId d = 0; d < topo.dirLinkCount(); ++d) {
-      analyzer::LinkEvidence ev = engine.linkEvidence(d);
+    for (DirLinkId d = 0; d < evidence.size(); ++d) {
+      const analyzer::LinkEvidence& ev = evidence[d];
       if (ev.probes <= 0 || ev.lost <= 0) continue;
       double excess = ev.lost - ev.background * ev.probes;
       if (excess < 1) continue;  // less than one probe more than background
@@ -647,22 +647,26 @@ AnalyzerMetrics::AnalyzerMetrics(std::shared_ptr<prometheus::Registry> registry,
 
 AnalyzerMetrics::~AnalyzerMetrics() = default;
 
-void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounters& ingest,
+void AnalyzerMetrics::update(const EngineView& engine, const IngestCounters& ingest,
                              const std::vector<AgentStatus>& agents, double now) {
   Impl& m = *impl_;
-  const analyzer::Report report = engine.report();
-  const double q0 = engine.backgroundLoss();
+  const analyzer::Report& report = engine.report;
+  const double q0 = engine.background_loss;
 
   m.incidents(report, now);
-  m.degraded(engine);
+  m.degraded(engine.evidence);
   m.agentStatus(agents);
   m.sweepAll();
 
-  const analyzer::Coverage cov = engine.coverage(m.options.coverage_min_probes);
-  m.dirlinks.Set(static_cast<double>(cov.dirlinks));
-  m.dirlinks_covered.Set(static_cast<double>(cov.covered));
-  m.coverage_ratio.Set(
-      cov.dirlinks ? static_cast<double>(cov.covered) / static_cast<double>(cov.dirlinks) : 0);
+  // Coverage: directed links crossed by enough probes of known path.
+  const size_t dirlinks = engine.evidence.size();
+  size_t covered = 0;
+  for (const analyzer::LinkEvidence& e : engine.evidence) {
+    covered += e.probes >= m.options.coverage_min_probes;
+  }
+  m.dirlinks.Set(static_cast<double>(dirlinks));
+  m.dirlinks_covered.Set(static_cast<double>(covered));
+  m.coverage_ratio.Set(dirlinks ? static_cast<double>(covered) / static_cast<double>(dirlinks) : 0);
   m.coverage_min_probes.Set(m.options.coverage_min_probes);
 
   m.batches.advance(ingest.batches);
@@ -676,7 +680,7 @@ void AnalyzerMetrics::update(const analyzer::Engine& engine, const IngestCounter
   m.port_id_mismatch.advance(ingest.port_id_mismatch);
   m.late.advance(ingest.late);
   m.too_late.advance(ingest.too_late);
-  const analyzer::IngestStats stats = engine.stats();
+  const analyzer::IngestStats& stats = engine.stats;
   m.passes.advance(stats.passes);
   // (A smaller sum means a new engine: count it from zero, as CounterFrom.)
   const double pass_delta = stats.pass_seconds >= m.pass_seconds_seen

@@ -1,8 +1,9 @@
 #pragma once
 
 // The analyzer's Prometheus metrics: after each engine pass the daemon calls
-// update(), which reads the engine's state and sets the families below in a
-// prometheus-cpp registry that the daemon serves on /metrics. Every name,
+// update() with the state the pass published (never the engine itself, so
+// the engine's thread does not pay for it), which sets the families below in
+// a prometheus-cpp registry that the daemon serves on /metrics. Every name,
 // label and unit is listed in docs/operations.md ("Metrics").
 //
 // Cardinality is bounded by design: link series exist only for open
@@ -11,8 +12,8 @@
 // that resolved, links that left the top N and agents that left the list are
 // removed at the next update().
 //
-// Thread-safety: update() must be called from one thread at a time (the one
-// that owns the engine); the registry itself may be collected concurrently.
+// Thread-safety: update() must be called from one thread at a time; the
+// registry itself may be collected concurrently.
 
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,17 @@ struct IngestCounters {
   uint64_t port_id_mismatch = 0;  // records with port ids under another topology fingerprint
 };
 
+// What an update reads of the engine: its state as one pass left it (the
+// live analyzer's published snapshot).
+struct EngineView {
+  // Every open incident (resolved ones may be left out); generated_at is
+  // the engine's clock.
+  const analyzer::Report& report;
+  const std::vector<analyzer::LinkEvidence>& evidence;  // per directed link (its id as index)
+  const analyzer::IngestStats& stats;
+  double background_loss = 0;  // per probe, over a round trip
+};
+
 struct MetricsOptions {
   size_t top_degraded = 20;          // degraded-link series kept (0: none)
   double coverage_min_probes = 100;  // probes over the horizon for a link to count as covered
@@ -63,10 +75,9 @@ class AnalyzerMetrics {
   AnalyzerMetrics(const AnalyzerMetrics&) = delete;
   AnalyzerMetrics& operator=(const AnalyzerMetrics&) = delete;
 
-  // After each engine pass, on the thread that owns the engine; reads engine
-  // state (report, linkEvidence, coverage, backgroundLoss) and sets the
-  // metrics. `now` is wall-clock Unix seconds.
-  void update(const analyzer::Engine& engine, const IngestCounters& ingest,
+  // After each engine pass: sets the metrics from what it left. `now` is
+  // wall-clock Unix seconds.
+  void update(const EngineView& engine, const IngestCounters& ingest,
               const std::vector<AgentStatus>& agents, double now);
 
  private:

@@ -24,7 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   telemetry::readJsonl(in, topo, engine, stats, options);
   engine.finish();
   (void)engine.report();
-  (void)engine.coverage(1);
   (void)engine.backgroundLoss();
   return 0;
 }

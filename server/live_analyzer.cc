@@ -521,6 +521,7 @@ struct LiveAnalyzer::Impl {
       s->drained_counters[l] = engine.linkCounters(l, options.drained_counter_window_s);
     }
     s->stats = engine.stats();
+    s->background_loss = engine.backgroundLoss();
     published_passes = s->stats.passes;
     if (writer && !dirty.empty()) writer->submit(std::move(dirty), s->report.generated_at);
     dirty.clear();
@@ -592,16 +593,23 @@ struct LiveAnalyzer::Impl {
       options.log(buf);
     }
     if (ingest_metrics) ingest_metrics->update(path);
-    if (metrics) {
-      exporter::IngestCounters c;
-      std::vector<exporter::AgentStatus> a;
-      {
-        std::lock_guard lk(ledger_mu);
-        c = countersLocked();
-        a = agentStatusLocked();
-      }
-      metrics->update(engine, c, a, now);
+  }
+
+  // The analyzer's metrics from the snapshot the last pass published, on
+  // the thread that ticks (not the engine's, which goes on ingesting).
+  std::mutex metrics_mu;  // one update at a time
+  void updateMetrics() {
+    if (!metrics) return;
+    const SnapshotPtr s = snapshot();
+    exporter::IngestCounters c;
+    std::vector<exporter::AgentStatus> a;
+    {
+      std::lock_guard lk(ledger_mu);
+      c = countersLocked();
+      a = agentStatusLocked();
     }
+    std::lock_guard lk(metrics_mu);
+    metrics->update({s->report, s->evidence, s->stats, s->background_loss}, c, a, clock());
   }
 
   void run() {
@@ -930,6 +938,7 @@ void LiveAnalyzer::setDrained(analyzer::DrainState drains) {
 
 std::string LiveAnalyzer::tick(double engine_time) {
   impl_->request(Request::Kind::kTick, engine_time);
+  impl_->updateMetrics();
   return impl_->writer ? impl_->writer->takeError() : std::string();
 }
 

@@ -22,6 +22,7 @@ struct Snapshot {
   // Per directed link (its id as index), the evidence over the horizon.
   std::vector<analyzer::LinkEvidence> evidence;
   analyzer::IngestStats stats;  // the engine's, when it was taken
+  double background_loss = 0;   // per probe over a round trip (Engine::backgroundLoss)
   // The port counters of the links netdiag holds drained, over
   // LiveOptions::drained_counter_window_s.
   std::map<topology::LinkId, analyzer::LinkCounters> drained_counters;

@@ -88,6 +88,20 @@ std::optional<double> value(const std::vector<Sample>& all, const std::string& n
   return found[0].value;
 }
 
+// Updates `metrics` from the engine's state, as the live analyzer does from
+// the snapshot a pass publishes.
+void updateFrom(AnalyzerMetrics& metrics, const topology::Topology& topo,
+                const analyzer::Engine& engine, const IngestCounters& ingest,
+                const std::vector<AgentStatus>& agents, double now) {
+  const analyzer::Report report = engine.report();
+  std::vector<analyzer::LinkEvidence> evidence;
+  for (topology::DirLinkId d = 0; d < topo.dirLinkCount(); ++d) {
+    evidence.push_back(engine.linkEvidence(d));
+  }
+  const analyzer::IngestStats stats = engine.stats();
+  metrics.update({report, evidence, stats, engine.backgroundLoss()}, ingest, agents, now);
+}
+
 const std::map<std::string, std::string> kBadLink = {{"device", "leaf1"},
                                                      {"interface", "swp3"},
                                                      {"neighbor_device", "spine1"},
@@ -119,7 +133,7 @@ class AnalyzerMetricsTest : public ::testing::Test {
         a.batches += 1;
         a.records += records.size() / agents.size();
       }
-      metrics.update(engine, ingest, agents, t + wall_offset + 2);
+      updateFrom(metrics, fabric.t, engine, ingest, agents, t + wall_offset + 2);
     }
   }
 
@@ -341,7 +355,7 @@ TEST_F(AnalyzerMetricsTest, CountersSurviveASourceRestartAndNeverGoDown) {
   ingest = IngestCounters{};  // the daemon's counts restarted
   ingest.probes = 7;
   ingest.malformed = 3;
-  metrics.update(engine, ingest, agents, wall_offset + 30);
+  updateFrom(metrics, fabric.t, engine, ingest, agents, wall_offset + 30);
   auto s = parse(text());
   EXPECT_EQ(value(s, "netdiag_ingest_records_total", {{"kind", "probe"}}), *before + 7);
   EXPECT_EQ(value(s, "netdiag_ingest_malformed_records_total"), 3.0);
@@ -361,7 +375,7 @@ TEST_F(AnalyzerMetricsTest, NoDegradedSeriesWhenDisabledAndNoLinkSeriesOnACleanF
   AnalyzerMetrics off(reg, fabric.t, MetricsOptions{.top_degraded = 0});
   mesh.loss[fabric.dl("leaf1:swp3->spine1:swp1")] = 0.05;
   run(100, 200);
-  off.update(engine, ingest, agents, wall_offset + 200);
+  updateFrom(off, fabric.t, engine, ingest, agents, wall_offset + 200);
   auto o = parse(prometheus::TextSerializer().Serialize(reg->Collect()));
   EXPECT_TRUE(find(o, "netdiag_degraded_link_loss_ratio").empty());
 }
